@@ -1,0 +1,1 @@
+"""Convert .ph files to the Python spelling."""

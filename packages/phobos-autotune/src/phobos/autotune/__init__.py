@@ -1,0 +1,1 @@
+"""Search a kernel's @autotune space."""

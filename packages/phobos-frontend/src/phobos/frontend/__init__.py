@@ -1,0 +1,1 @@
+"""Python front end: read @ph.kernel functions with ast into Phobos programs."""

@@ -1,0 +1,1 @@
+"""Launch compiled Phobos kernels through the CUDA driver with ctypes."""

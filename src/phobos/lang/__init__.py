@@ -1,0 +1,1 @@
+"""The Python spelling of Phobos: @ph.kernel, @ph.autotune and the language's names."""
