@@ -1,0 +1,172 @@
+"""``@ph.kernel``, ``@ph.func``, ``@ph.autotune``: Python functions that spell Phobos.
+
+A decorated function is never called.  ``Kernel`` remembers where it was defined;
+the first use (``.source``, a launch, ``.compile``) translates the module's source
+with the front end.  ``kernel[grid](args...)`` runs the kernel: in the CPU
+interpreter when the arrays are numpy arrays, on the GPU when they offer
+``__cuda_array_interface__``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping, Sequence
+from functools import cached_property
+from typing import Any
+
+from phobos.compile.diagnostics import PhobosError
+from phobos.lang import arrays
+from phobos.lang.errors import user_facing
+
+Grid = Sequence[int] | Callable[[Mapping[str, int]], Sequence[int]]
+
+
+def autotune(**space: Any) -> Callable[[Any], Any]:
+    """``@ph.autotune(BLOCK=[16, 8192], BN={64, 128})``: the kernel's compile-time search space.
+
+    A list ``[a, b]`` is the powers of two from a to b; a set is exactly its values.
+    The front end reads the decorator from the source; at run time it changes nothing.
+    """
+
+    def mark(target: Any) -> Any:
+        return target
+
+    return mark
+
+
+def func(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``@ph.func``: a Phobos ``fn``, inlined where a kernel calls it (never run by Python)."""
+    return fn
+
+
+def kernel(fn: Any) -> Kernel:
+    """``@ph.kernel``: the function spells a Phobos kernel; ``kernel[grid](args...)`` launches it."""
+    return fn if isinstance(fn, Kernel) else Kernel(fn)
+
+
+class Kernel:
+    """A Phobos kernel spelled in Python."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.name = fn.__name__
+        self.file = inspect.getsourcefile(fn) or "<unknown>"
+        self.__doc__ = fn.__doc__
+        self.__wrapped__ = fn
+        self._variants: dict[tuple[tuple[str, int], ...], Any] = {}
+        self._gpu: Any = None
+
+    def __repr__(self) -> str:
+        return f"<phobos kernel {self.name} from {self.file}>"
+
+    @cached_property
+    def program(self) -> Any:
+        """The front end's translation of the kernel's module (``phobos.frontend.Program``)."""
+        from phobos.frontend import translate_file
+
+        with user_facing():
+            return translate_file(self.file)
+
+    @property
+    def source(self) -> str:
+        """The Phobos text of the program this kernel spells (its module's consts and fns, then it)."""
+        return self.program.kernel_source(self.name)
+
+    @cached_property
+    def space(self) -> Any:
+        """The kernel's ``@autotune`` space (``phobos.compile.check.TuneSpace``)."""
+        from phobos.compile.check import tune_space
+
+        with user_facing():
+            return tune_space(self.program.module, self.name)
+
+    def values_for(self, fixed: Mapping[str, int]) -> dict[str, int]:
+        """The variant used when ``fixed`` names are given and the rest take the space's default."""
+        unknown = sorted(set(fixed) - set(self.space.names) - {"NUM_THREADS"})
+        if unknown:
+            names = ", ".join(self.space.names) or "none"
+            raise TypeError(
+                f"{self.name}[grid](...) got {', '.join(unknown)}, which the kernel's @autotune space "
+                f"does not name (its compile-time names: {names})"
+            )
+        return {**self.space.default(), **{k: int(v) for k, v in fixed.items()}}
+
+    def lower(self, values: Mapping[str, int]) -> Any:
+        """The checked tile IR of one variant (memoised)."""
+        key = tuple(sorted(values.items()))
+        if key not in self._variants:
+            from phobos.compile.check import lower
+
+            with user_facing():
+                self._variants[key] = lower(self.program.module, self.name, values)
+        return self._variants[key]
+
+    def __getitem__(self, grid: Grid) -> Launch:
+        return Launch(self, grid)
+
+    def compile(self, arch: str = "sm_90", **values: int) -> Any:
+        """Compile one variant ahead of time, no GPU needed; returns the compiled kernel."""
+        from phobos.lang import gpu
+
+        with user_facing():
+            return gpu.compile_variant(self, self.values_for(values), arch=arch, spec=None)
+
+
+class Launch:
+    """``kernel[grid]``: call it with the kernel's arguments (and optional keywords)."""
+
+    def __init__(self, kernel: Kernel, grid: Grid) -> None:
+        self.kernel = kernel
+        self.grid = grid
+
+    def __call__(
+        self, *args: Any, stream: Any = None, race_check: bool = False, **values: int
+    ) -> None:
+        k = self.kernel
+        where = arrays.placement(args)
+        if where == "host":
+            with user_facing():
+                variant = k.values_for(values)
+                ir = k.lower(variant)
+                from phobos.compile.interp import run
+
+                grid = resolve_grid(self.grid, extents_of(ir, args), variant)
+                run(ir, grid, [arrays.host_view(a) for a in args], race_check=race_check)
+            return
+        from phobos.lang import gpu
+
+        with user_facing():
+            gpu.launch(k, self.grid, args, values, stream=stream, race_check=race_check)
+
+
+def extents_of(ir: Any, args: Sequence[Any]) -> dict[str, int]:
+    """Named extents read from the arrays' shapes (the launch checks that they agree)."""
+    extents: dict[str, int] = {}
+    for param, arg in zip(ir.params, args):
+        dims = getattr(param, "dims", None)
+        shape = getattr(arg, "shape", None)
+        if dims is None or shape is None:
+            continue
+        for dim, size in zip(dims, shape):
+            if isinstance(dim, str):
+                extents.setdefault(dim, int(size))
+    return extents
+
+
+def resolve_grid(
+    grid: Grid, extents: Mapping[str, int], values: Mapping[str, int]
+) -> tuple[int, ...]:
+    """A grid tuple, or ``lambda meta: ...`` called with the extents and compile-time values."""
+    if callable(grid):
+        grid = grid({**extents, **values})
+    if isinstance(grid, int):
+        grid = (grid,)
+    try:
+        dims = tuple(int(g) for g in grid)
+    except TypeError:
+        raise TypeError(f"a grid is a tuple of 1 to 3 ints, got {grid!r}") from None
+    if not 1 <= len(dims) <= 3 or any(d < 1 for d in dims):
+        raise ValueError(f"a grid is 1 to 3 positive ints, got {dims}")
+    return dims
+
+
+__all__ = ["Kernel", "Launch", "PhobosError", "autotune", "func", "kernel"]

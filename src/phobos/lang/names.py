@@ -1,0 +1,141 @@
+"""The names a Python-spelled kernel uses: ``ph.f32``, ``ph.tensor``, ``ph.ctx``, ``ph.exp``, ...
+
+These are real objects so that editors, type checkers and ``help()`` see them, but
+a kernel body is never run: the front end reads the source with ``ast``.  Calling a
+builtin from ordinary Python code raises ``OutsideKernelError`` saying so.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NoReturn
+
+
+class OutsideKernelError(RuntimeError):
+    """A Phobos builtin was called from Python instead of inside a kernel."""
+
+
+def _outside(name: str) -> NoReturn:
+    raise OutsideKernelError(
+        f"ph.{name} has a meaning only inside a @ph.kernel or @ph.func body, which Phobos reads "
+        "and compiles without running it; it cannot be called from Python"
+    )
+
+
+class DType:
+    """A scalar element type (``ph.f32``); in a kernel, ``ph.f32(x)`` casts ``x``."""
+
+    def __init__(self, name: str, doc: str) -> None:
+        self.name = name
+        self.__doc__ = doc
+
+    def __call__(self, value: Any) -> NoReturn:
+        _outside(self.name)
+
+    def __repr__(self) -> str:
+        return f"ph.{self.name}"
+
+
+bool_ = DType("bool", "Boolean (true/false).")
+i8 = DType("i8", "8-bit signed integer.")
+i16 = DType("i16", "16-bit signed integer.")
+i32 = DType("i32", "32-bit signed integer.")
+i64 = DType("i64", "64-bit signed integer.")
+u8 = DType("u8", "8-bit unsigned integer.")
+u16 = DType("u16", "16-bit unsigned integer.")
+u32 = DType("u32", "32-bit unsigned integer.")
+u64 = DType("u64", "64-bit unsigned integer.")
+f16 = DType("f16", "IEEE half precision.")
+bf16 = DType("bf16", "bfloat16.")
+f32 = DType("f32", "IEEE single precision.")
+f64 = DType("f64", "IEEE double precision.")
+index = DType("index", "Signed integer of the kernel's index width (32 or 64 bits).")
+
+
+class _Shaped:
+    """``ph.tensor[ph.f32][N, K]`` / ``ph.zeros[ph.f32][BM, BN]``: element type, then shape."""
+
+    def __init__(self, kind: str, doc: str, dtype: DType | None = None) -> None:
+        self.kind = kind
+        self.dtype = dtype
+        self.__doc__ = doc
+
+    def __getitem__(self, item: Any) -> _Shaped:
+        if self.dtype is None:
+            return _Shaped(self.kind, self.__doc__ or "", item)
+        return self
+
+    def __repr__(self) -> str:
+        return f"ph.{self.kind}" + (f"[{self.dtype!r}]" if self.dtype else "")
+
+
+tensor = _Shaped(
+    "tensor",
+    "A kernel parameter in global memory: ``ph.tensor[ph.f32][N, K]``; each dim a named "
+    "extent bound at launch from the array's shape, or a literal.",
+)
+zeros = _Shaped("zeros", "A new tile of zeros: ``ph.zeros[ph.f32][BM, BN]`` (compile-time shape).")
+
+
+class _Marker:
+    def __init__(self, name: str, doc: str) -> None:
+        self.name = name
+        self.__doc__ = doc
+
+    def __repr__(self) -> str:
+        return f"ph.{self.name}"
+
+
+let = _Marker("let", "``x: ph.let = e`` binds x once.")
+var = _Marker("var", "``x: ph.var = e`` binds a mutable x.")
+const = _Marker("const", "``C: ph.const = 4`` at module level: a compile-time constant.")
+
+
+class _Axis:
+    def __init__(self, group: str) -> None:
+        self.group = group
+        self.__doc__ = f"ctx.{group}.x, .y, .z: this launch's {group} coordinates."
+
+    def __getattr__(self, axis: str) -> NoReturn:
+        _outside(f"ctx.{self.group}.{axis}")
+
+
+class _Ctx:
+    """``ph.ctx.block.x``: the block's index in the grid; ``ph.ctx.grid.x``: the grid's size."""
+
+    block = _Axis("block")
+    grid = _Axis("grid")
+
+
+ctx = _Ctx()
+
+inf = float("inf")
+"""Positive infinity; ``-ph.inf`` is the identity of ``ph.max``."""
+
+
+def _builtin(name: str, signature: str, doc: str):
+    def builtin(*args: Any, **kwargs: Any) -> NoReturn:
+        _outside(name)
+
+    builtin.__name__ = name
+    builtin.__qualname__ = name
+    builtin.__doc__ = f"{signature}\n\n{doc}"
+    return builtin
+
+
+exp = _builtin("exp", "exp(t)", "Elementwise e**t.")
+exp2 = _builtin("exp2", "exp2(t)", "Elementwise 2**t.")
+log = _builtin("log", "log(t)", "Elementwise natural logarithm.")
+log2 = _builtin("log2", "log2(t)", "Elementwise base-2 logarithm.")
+sqrt = _builtin("sqrt", "sqrt(t)", "Elementwise square root.")
+rsqrt = _builtin("rsqrt", "rsqrt(t)", "Elementwise 1 / sqrt(t).")
+abs = _builtin("abs", "abs(t)", "Elementwise absolute value.")
+maximum = _builtin("maximum", "maximum(a, b)", "Elementwise larger of a and b (broadcasting).")
+minimum = _builtin("minimum", "minimum(a, b)", "Elementwise smaller of a and b (broadcasting).")
+where = _builtin("where", "where(c, a, b)", "Elementwise a where c is true, else b (broadcasting).")
+sum = _builtin("sum", "sum(t, axis=k)", "Sum along an axis; absent lanes count as 0.")
+max = _builtin("max", "max(t, axis=k)", "Largest along an axis; absent lanes count as -inf.")
+min = _builtin("min", "min(t, axis=k)", "Smallest along an axis; absent lanes count as +inf.")
+dot = _builtin("dot", "dot(a, b, acc)", "acc + a @ b on tensor cores; absent lanes count as 0.")
+trans = _builtin("trans", "trans(t)", "The transpose of a 2-D tile.")
+fill = _builtin("fill", "fill(t, v)", "t with its absent lanes set to v.")
+arange = _builtin("arange", "arange(n)", "The 1-D tile 0, 1, ..., n-1 (n compile-time).")
