@@ -1,0 +1,25 @@
+"""The CUDA toolchain: generated CUDA C++ → PTX (NVRTC) → cubin (nvJitLink)."""
+
+from phobos.compile.toolchain.build import Build, compile_cuda, toolchain_versions
+from phobos.compile.toolchain.errors import (
+    INSTALL_HINT,
+    CudaCompileError,
+    ToolchainError,
+    ToolchainMissingError,
+)
+from phobos.compile.toolchain.headers import RUNTIME_INCLUDE_DIR, cuda_include_dir
+from phobos.compile.toolchain.resources import Resources, parse_ptxas_info
+
+__all__ = [
+    "INSTALL_HINT",
+    "RUNTIME_INCLUDE_DIR",
+    "Build",
+    "CudaCompileError",
+    "Resources",
+    "ToolchainError",
+    "ToolchainMissingError",
+    "compile_cuda",
+    "cuda_include_dir",
+    "parse_ptxas_info",
+    "toolchain_versions",
+]

@@ -1,0 +1,58 @@
+"""Import NVRTC and nvJitLink from cuda-bindings, or say how to install them.
+
+The imports happen on first use so that everything but compiling (parsing,
+checking, the interpreter) works without the CUDA wheels.  cuda-bindings loads
+the shared libraries lazily, so asking each library its version is what proves
+that the library itself (the nvidia-cuda-nvrtc / nvidia-nvjitlink wheel) is there.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+from phobos.compile.toolchain.errors import INSTALL_HINT, ToolchainMissingError
+
+
+def nvrtc() -> ModuleType:
+    module = _import("cuda.bindings.nvrtc", "NVRTC")
+    nvrtc_version(module)
+    return module
+
+
+def nvjitlink() -> ModuleType:
+    module = _import("cuda.bindings.nvjitlink", "nvJitLink")
+    nvjitlink_version(module)
+    return module
+
+
+def nvrtc_version(module: ModuleType) -> tuple[int, int]:
+    try:
+        _, major, minor = module.nvrtcVersion()
+    except (OSError, RuntimeError) as exc:
+        raise _missing_library("NVRTC", exc) from exc
+    return major, minor
+
+
+def nvjitlink_version(module: ModuleType) -> tuple[int, int]:
+    try:
+        major, minor = module.version()
+    except (OSError, RuntimeError) as exc:
+        raise _missing_library("nvJitLink", exc) from exc
+    return major, minor
+
+
+def _import(module: str, tool: str) -> ModuleType:
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise ToolchainMissingError(
+            f"compiling to PTX needs {tool} from cuda-bindings, which is not installed "
+            f"({exc}); install it with: {INSTALL_HINT}"
+        ) from exc
+
+
+def _missing_library(tool: str, exc: Exception) -> ToolchainMissingError:
+    return ToolchainMissingError(
+        f"the {tool} library could not be loaded ({exc}); install it with: {INSTALL_HINT}"
+    )

@@ -1,0 +1,65 @@
+"""What ptxas says a kernel uses: registers, spills, stack and shared memory.
+
+ptxas prints this when asked (``-Xptxas=-v`` through nvJitLink), per function::
+
+    ptxas info    : Compiling entry function 'saxpy' for 'sm_90'
+    ptxas info    : Function properties for saxpy
+    ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+    ptxas info    : Used 10 registers, used 1 barriers, 1024 bytes smem, 368 bytes cmem[0]
+
+Spills are the figure that matters most for speed; registers bound occupancy.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Resources:
+    """Per-thread registers and local memory, and the kernel's static shared memory."""
+
+    registers: int
+    spill_stores: int  # bytes per thread
+    spill_loads: int  # bytes per thread
+    stack_bytes: int  # the stack frame, bytes per thread
+    shared_bytes: int  # static shared memory, bytes per block
+
+    def summary(self) -> str:
+        return (
+            f"{self.registers} registers, {self.spill_stores} bytes spill stores, "
+            f"{self.spill_loads} bytes spill loads, {self.stack_bytes} bytes stack, "
+            f"{self.shared_bytes} bytes shared"
+        )
+
+
+_ENTRY = re.compile(r"Compiling entry function '([^']+)'")
+_PROPERTIES = re.compile(r"Function properties for (\S+)")
+_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_REGISTERS = re.compile(r"Used (\d+) registers")
+_SHARED = re.compile(r"(\d+) bytes smem")
+
+
+def parse_ptxas_info(log: str) -> dict[str, Resources]:
+    """The resources of every entry function in a ptxas info log, by symbol name."""
+    frames: dict[str, tuple[int, int, int]] = {}
+    usage: dict[str, tuple[int, int]] = {}
+    entry: str | None = None
+    described: str | None = None
+    for line in log.splitlines():
+        if match := _ENTRY.search(line):
+            entry = match.group(1)
+        elif match := _PROPERTIES.search(line):
+            described = match.group(1)
+        elif (match := _FRAME.search(line)) and described is not None:
+            stack, stores, loads = (int(g) for g in match.groups())
+            frames[described] = (stack, stores, loads)
+        elif (match := _REGISTERS.search(line)) and entry is not None:
+            shared = _SHARED.search(line)
+            usage[entry] = (int(match.group(1)), int(shared.group(1)) if shared else 0)
+    found = {}
+    for name, (registers, shared) in usage.items():
+        stack, stores, loads = frames.get(name, (0, 0, 0))
+        found[name] = Resources(registers, stores, loads, stack, shared)
+    return found
