@@ -67,6 +67,9 @@ class Contract:
     slots: tuple[Slot, ...]
     source_file: str = ""
     format_version: int = field(default=FORMAT_VERSION)
+    # The kernel's parameter names in declaration order (the order a launch takes its
+    # arguments). Empty: the order in which the parameters' first slots appear.
+    params: tuple[str, ...] = ()
 
     @property
     def written(self) -> tuple[str, ...]:
@@ -97,4 +100,5 @@ class Contract:
             slots=tuple(Slot(**s) for s in raw["slots"]),
             source_file=raw.get("source_file", ""),
             format_version=version,
+            params=tuple(raw.get("params", ())),
         )
