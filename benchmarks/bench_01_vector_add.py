@@ -69,14 +69,23 @@ def main() -> dict:
         row["triton_gbps"] = gbps(median_ms(lambda: triton_launch(x, y, out)))
         row["torch_gbps"] = gbps(median_ms(lambda: torch.add(x, y, out=out)))
         rows.append(row)
-        print(f"n=2^{log2n:<3} phobos {row['phobos_gbps']:8.1f} (BLOCK {best[0]})  "
-              f"triton {row['triton_gbps']:8.1f}  torch {row['torch_gbps']:8.1f} GB/s", flush=True)
-    plot("01_vector_add", "Vector add, fp32 (H200)", "elements", "GB/s",
-         {name: [(r["n"], r[f"{name}_gbps"]) for r in rows] for name in ("phobos", "triton", "torch")})
-    result = {"benchmark": "01_vector_add", "environment": environment(), "rows": rows}
-    write_json("01_vector_add", result)
-    return result
+        print(
+            f"n=2^{log2n:<3} phobos {row['phobos_gbps']:8.1f} (BLOCK {best[0]})  "
+            f"triton {row['triton_gbps']:8.1f}  torch {row['torch_gbps']:8.1f} GB/s",
+            flush=True,
+        )
+    plot(
+        "01_vector_add",
+        "Vector add, fp32 (H200)",
+        "elements",
+        "GB/s",
+        {
+            name: [(r["n"], r[f"{name}_gbps"]) for r in rows]
+            for name in ("phobos", "triton", "torch")
+        },
+    )
+    return {"benchmark": "01_vector_add", "rows": rows}
 
 
 if __name__ == "__main__":
-    main()
+    write_json("01_vector_add", {**main(), "environment": environment()})

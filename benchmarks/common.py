@@ -53,9 +53,14 @@ def environment() -> dict[str, Any]:
         env["phobos_toolchain"] = f"unavailable: {exc}"
     try:
         smi = subprocess.run(
-            ["nvidia-smi", "--query-gpu=name,driver_version,clocks.sm,clocks.mem",
-             "--format=csv,noheader"],
-            capture_output=True, text=True, timeout=20,
+            [
+                "nvidia-smi",
+                "--query-gpu=name,driver_version,clocks.sm,clocks.mem",
+                "--format=csv,noheader",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=20,
         )
         env["nvidia_smi"] = smi.stdout.strip()
     except Exception as exc:
@@ -76,8 +81,14 @@ def write_json(name: str, payload: dict[str, Any]) -> Path:
     return path
 
 
-def plot(name: str, title: str, xlabel: str, ylabel: str, series: dict[str, list[tuple[float, float]]],
-         logx: bool = True) -> Path | None:
+def plot(
+    name: str,
+    title: str,
+    xlabel: str,
+    ylabel: str,
+    series: dict[str, list[tuple[float, float]]],
+    logx: bool = True,
+) -> Path | None:
     """A PNG line plot of ``series`` (label → [(x, y)]), for the docs."""
     try:
         import matplotlib

@@ -16,7 +16,9 @@ def _gpu_available() -> bool:
 def pytest_collection_modifyitems(config, items):
     if _gpu_available():
         return
-    skip = pytest.mark.skip(reason="needs an NVIDIA GPU with torch (run benchmarks/gpu_suite.py there)")
+    skip = pytest.mark.skip(
+        reason="needs an NVIDIA GPU with torch (run benchmarks/gpu_suite.py there)"
+    )
     for item in items:
         if "tests/gpu" in str(item.fspath):
             item.add_marker(skip)
