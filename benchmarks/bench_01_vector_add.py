@@ -43,34 +43,42 @@ def triton_launch(x, y, out) -> None:
 PHOBOS_BLOCKS = (1024, 2048, 4096, 8192)
 
 
+def measure(n: int) -> dict:
+    """Check then time every system on one size; GB/s for two reads and one write."""
+    x = torch.randn(n, device="cuda")
+    y = torch.randn(n, device="cuda")
+    expected = x + y
+    row: dict = {"n": n}
+    best_ms, best_block = float("inf"), 0
+    for block in PHOBOS_BLOCKS:
+        out = torch.full_like(x, float("nan"))
+        phobos_add(x, y, out, block)
+        torch.testing.assert_close(out, expected, rtol=0, atol=0)
+        ms = median_ms(lambda: phobos_add(x, y, out, block))  # noqa: B023
+        row[f"phobos_block{block}_gbps"] = gbps(n, ms)
+        if ms < best_ms:
+            best_ms, best_block = ms, block
+    row["phobos_gbps"] = gbps(n, best_ms)
+    row["phobos_block"] = best_block
+    out = torch.full_like(x, float("nan"))
+    triton_launch(x, y, out)
+    torch.testing.assert_close(out, expected, rtol=0, atol=0)
+    row["triton_gbps"] = gbps(n, median_ms(lambda: triton_launch(x, y, out)))
+    row["torch_gbps"] = gbps(n, median_ms(lambda: torch.add(x, y, out=out)))
+    return row
+
+
+def gbps(n: int, ms: float) -> float:
+    return 3 * n * 4 / (ms * 1e-3) / 1e9
+
+
 def main() -> dict:
     rows = []
     for log2n in range(12, 28):
-        n = 1 << log2n
-        x = torch.randn(n, device="cuda")
-        y = torch.randn(n, device="cuda")
-        expected = x + y
-        gbps = lambda ms: 3 * n * 4 / (ms * 1e-3) / 1e9  # noqa: E731
-        row = {"n": n}
-        best = None
-        for block in PHOBOS_BLOCKS:
-            out = torch.full_like(x, float("nan"))
-            phobos_add(x, y, out, block)
-            torch.testing.assert_close(out, expected, rtol=0, atol=0)
-            ms = median_ms(lambda: phobos_add(x, y, out, block))
-            row[f"phobos_block{block}_gbps"] = gbps(ms)
-            if best is None or ms < best[1]:
-                best = (block, ms)
-        row["phobos_gbps"] = gbps(best[1])
-        row["phobos_block"] = best[0]
-        out = torch.full_like(x, float("nan"))
-        triton_launch(x, y, out)
-        torch.testing.assert_close(out, expected, rtol=0, atol=0)
-        row["triton_gbps"] = gbps(median_ms(lambda: triton_launch(x, y, out)))
-        row["torch_gbps"] = gbps(median_ms(lambda: torch.add(x, y, out=out)))
+        row = measure(1 << log2n)
         rows.append(row)
         print(
-            f"n=2^{log2n:<3} phobos {row['phobos_gbps']:8.1f} (BLOCK {best[0]})  "
+            f"n=2^{log2n:<3} phobos {row['phobos_gbps']:8.1f} (BLOCK {row['phobos_block']})  "
             f"triton {row['triton_gbps']:8.1f}  torch {row['torch_gbps']:8.1f} GB/s",
             flush=True,
         )
