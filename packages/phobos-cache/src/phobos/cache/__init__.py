@@ -1,1 +1,30 @@
-"""The on-disk Phobos kernel cache."""
+"""The on-disk Phobos kernel cache: compiled kernels and tuning records, safe across processes.
+
+One store shared with the inference runtime, so a kernel compiles once per chip.  The layout is
+versioned and documented in docs/cache.md.
+"""
+
+from phobos.cache.cache import RECORD_FILE, Cache, Pruned, record_key
+from phobos.cache.disk import STALE_TEMP_SECONDS
+from phobos.cache.entry import Entry, EntryInfo, Problem
+from phobos.cache.key import cache_key, canonical_json
+from phobos.cache.location import default_max_bytes, default_root
+from phobos.cache.manifest import LAYOUT_VERSION
+from phobos.cache.warn import CacheWarning
+
+__all__ = [
+    "LAYOUT_VERSION",
+    "RECORD_FILE",
+    "STALE_TEMP_SECONDS",
+    "Cache",
+    "CacheWarning",
+    "Entry",
+    "EntryInfo",
+    "Problem",
+    "Pruned",
+    "cache_key",
+    "canonical_json",
+    "default_max_bytes",
+    "default_root",
+    "record_key",
+]

@@ -1,0 +1,260 @@
+"""The cache: verified entries of files and JSON records under one content key each.
+
+Policy lives here and mechanism in the stores: ``Cache`` checks keys and file names, bounds the
+size with least-recently-used eviction and falls back to memory, with one warning per process,
+when its folder cannot be written.  ``DiskStore`` does the atomic renames and the integrity check.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from phobos.cache.disk import DiskStore
+from phobos.cache.entry import Entry, EntryInfo, Problem
+from phobos.cache.key import cache_key, check_key
+from phobos.cache.location import ROOT_ENV, default_max_bytes, default_root, parse_size
+from phobos.cache.manifest import build_manifest, check_file_name
+from phobos.cache.memory import MemoryStore
+from phobos.cache.warn import CacheWarning
+
+RECORD_FILE = "record.json"
+EVICT_TO = 0.9  # after crossing the bound, evict down to this fraction of it
+
+_memory_stores: dict[str, MemoryStore] = {}
+_warned_unwritable = False
+_fallback_lock = threading.Lock()
+
+
+def record_key(namespace: str, key: str) -> str:
+    """The entry key under which ``put_record(namespace, key, ...)`` stores its record."""
+    if not isinstance(namespace, str) or not namespace:
+        raise ValueError(f"a record namespace must be a non-empty string, not {namespace!r}")
+    if not isinstance(key, str):
+        raise TypeError(f"a record key must be a string, not {type(key).__name__}")
+    return cache_key(_record_key_record(namespace, key))
+
+
+@dataclass(frozen=True)
+class Pruned:
+    """What ``prune`` deleted."""
+
+    evicted: list[str] = field(default_factory=list)
+    temp_folders: int = 0
+
+
+class Cache:
+    """The Phobos kernel cache at ``root`` (default: ``$PHOBOS_CACHE_DIR``, else the user's
+    cache folder + ``phobos``), holding at most ``max_bytes`` (default:
+    ``$PHOBOS_CACHE_MAX_BYTES``, else 2 GiB)."""
+
+    def __init__(
+        self, root: str | os.PathLike[str] | None = None, max_bytes: int | str | None = None
+    ) -> None:
+        self.root = Path(root).expanduser() if root is not None else default_root()
+        self.max_bytes = _resolve_max_bytes(max_bytes)
+        disk = DiskStore(self.root)
+        try:
+            disk.open()
+        except OSError as exc:
+            self._store: DiskStore | MemoryStore = _memory_store(self.root, exc)
+        else:
+            self._store = disk
+        self._total: int | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def in_memory(self) -> bool:
+        """True when the folder could not be written and entries live in this process only."""
+        return isinstance(self._store, MemoryStore)
+
+    def get(self, key: str) -> Entry | None:
+        """The entry for ``key`` with every file checked against its sha256, or None.
+
+        A corrupt entry (missing or altered file, bad manifest) is removed with a
+        ``CacheWarning`` naming the key and the problem, and None is returned, so the caller
+        rebuilds it."""
+        return self._store.load(check_key(key))
+
+    def put(self, key: str, record: Mapping[str, Any], files: Mapping[str, bytes]) -> Entry:
+        """Store ``files`` under ``key``, which must be ``cache_key(record)``.
+
+        Atomic: other processes see the whole entry or none.  If another process put the
+        same key first, its (verified) entry is kept and returned."""
+        _check_record(key, record)
+        contents = _check_files(files)
+        manifest = build_manifest(key, record, contents, time.time())
+        try:
+            entry = self._store.publish(key, manifest, contents)
+        except OSError as exc:
+            self._store = _memory_store(self.root, exc)
+            entry = self._store.publish(key, manifest, contents)
+        self._account(key)
+        return entry
+
+    def get_or_build(
+        self,
+        key: str,
+        record: Mapping[str, Any],
+        build: Callable[[], Mapping[str, bytes]],
+    ) -> tuple[Entry, bool]:
+        """The entry for ``key``; on a miss, ``build()`` makes its files and they are put.
+        Returns the entry and whether ``build`` was called."""
+        _check_record(key, record)
+        entry = self.get(key)
+        if entry is not None:
+            return entry, False
+        return self.put(key, record, build()), True
+
+    def get_record(self, namespace: str, key: str) -> dict[str, Any] | None:
+        """The JSON record stored by ``put_record(namespace, key, ...)``, or None."""
+        entry = self.get(record_key(namespace, key))
+        if entry is None:
+            return None
+        return json.loads(entry.read(RECORD_FILE))
+
+    def put_record(self, namespace: str, key: str, value: Mapping[str, Any]) -> None:
+        """Store a JSON object (e.g. an autotuning result) as an entry of its own."""
+        if not isinstance(value, Mapping):
+            raise TypeError(f"a record must be a mapping, not {type(value).__name__}")
+        data = json.dumps(dict(value), sort_keys=True, indent=2, allow_nan=False).encode()
+        self.put(
+            record_key(namespace, key), _record_key_record(namespace, key), {RECORD_FILE: data}
+        )
+
+    def keys(self) -> list[str]:
+        """Every entry's key, sorted."""
+        return sorted(self._store.stored_keys())
+
+    def find(self, prefix: str) -> list[str]:
+        """The keys that start with ``prefix`` (any case), as the CLI takes them."""
+        return [key for key in self.keys() if key.startswith(prefix.lower())]
+
+    def info(self, key: str) -> EntryInfo | None:
+        """The entry as listed (its manifest, size, times), without checking its files."""
+        return self._store.info(check_key(key))
+
+    def entries(self) -> list[EntryInfo]:
+        """Every entry, most recently used first."""
+        found = [info for key in self.keys() if (info := self._store.info(key)) is not None]
+        return sorted(found, key=lambda info: (-info.last_used, info.key))
+
+    def check(self, key: str) -> Problem | None:
+        """What is wrong with the entry for ``key``, or None; changes nothing."""
+        message = self._store.check(check_key(key))
+        return None if message is None else Problem(key, self._path(key), message)
+
+    def verify(self, remove: bool = False) -> list[Problem]:
+        """Check every entry's files; the corrupt ones, removed as well when ``remove``."""
+        problems = [problem for key in self.keys() if (problem := self.check(key)) is not None]
+        if remove:
+            for problem in problems:
+                self._store.remove(problem.key)
+        return problems
+
+    def remove(self, key: str) -> bool:
+        """Remove the entry for ``key``; False if there was none."""
+        return self._store.remove(check_key(key))
+
+    def prune(self) -> Pruned:
+        """Delete what killed processes left behind, and evict least-recently-used entries
+        until the cache is within its bound."""
+        temp_folders = self._store.sweep_temp()
+        with self._lock:
+            total, evicted = self._evict(target=self.max_bytes, keep=None)
+            self._total = total
+        return Pruned(evicted, temp_folders)
+
+    def clear(self) -> int:
+        """Remove every entry; returns how many."""
+        removed = sum(self._store.remove(key) for key in self.keys())
+        self._store.sweep_temp()
+        with self._lock:
+            self._total = None
+        return removed
+
+    def _account(self, key: str) -> None:
+        """Keep a running total of the bytes stored; scan and evict only when it crosses the bound."""
+        with self._lock:
+            if self._total is None:
+                self._store.sweep_temp()
+                self._total = sum(size for size, _ in self._usages().values())
+            else:
+                usage = self._store.usage(key)
+                self._total += usage[0] if usage else 0
+            if self._total > self.max_bytes:
+                self._total, _ = self._evict(target=int(self.max_bytes * EVICT_TO), keep=key)
+
+    def _evict(self, target: int, keep: str | None) -> tuple[int, list[str]]:
+        usages = self._usages()
+        total = sum(size for size, _ in usages.values())
+        evicted = []
+        oldest_first = sorted(usages, key=lambda key: (usages[key][1], key))
+        for key in oldest_first:
+            if total <= target:
+                break
+            if key != keep and self._store.remove(key):
+                total -= usages[key][0]
+                evicted.append(key)
+        return total, evicted
+
+    def _usages(self) -> dict[str, tuple[int, float]]:
+        return {
+            key: usage for key in self._store.stored_keys() if (usage := self._store.usage(key))
+        }
+
+    def _path(self, key: str) -> Path | None:
+        return self._store.folder(key) if isinstance(self._store, DiskStore) else None
+
+
+def _record_key_record(namespace: str, key: str) -> dict[str, str]:
+    return {"record_namespace": namespace, "record_key": key}
+
+
+def _check_record(key: str, record: Mapping[str, Any]) -> None:
+    if cache_key(record) != check_key(key):
+        raise ValueError(f"key {key} is not cache_key(record); compute it with cache_key(record)")
+
+
+def _check_files(files: Mapping[str, bytes]) -> dict[str, bytes]:
+    if not isinstance(files, Mapping) or not files:
+        raise ValueError("an entry needs at least one file: a mapping of file name to bytes")
+    contents = {}
+    for name, data in files.items():
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise TypeError(f"file {name!r} must be bytes, not {type(data).__name__}")
+        contents[check_file_name(name)] = bytes(data)
+    return contents
+
+
+def _resolve_max_bytes(max_bytes: int | str | None) -> int:
+    if max_bytes is None:
+        return default_max_bytes()
+    if isinstance(max_bytes, str):
+        return parse_size(max_bytes, source="max_bytes")
+    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes <= 0:
+        raise ValueError(f"max_bytes must be a positive number of bytes, not {max_bytes!r}")
+    return max_bytes
+
+
+def _memory_store(root: Path, reason: OSError) -> MemoryStore:
+    """The process's in-memory store for ``root``; the first time in a process, say why."""
+    global _warned_unwritable
+    with _fallback_lock:
+        if not _warned_unwritable:
+            _warned_unwritable = True
+            warnings.warn(
+                f"phobos cache: cannot write to {root} ({reason}); caching in memory for this "
+                f"process only, so kernels will compile again next time. Set {ROOT_ENV} to a "
+                "writable folder.",
+                CacheWarning,
+                stacklevel=4,
+            )
+        return _memory_stores.setdefault(str(root.absolute()), MemoryStore(root))

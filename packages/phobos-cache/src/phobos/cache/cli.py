@@ -1,0 +1,143 @@
+"""``phobos-cache``: list, inspect, verify, prune and clear the kernel cache."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+
+from phobos.cache.cache import Cache
+from phobos.cache.entry import EntryInfo
+from phobos.cache.location import MAX_BYTES_ENV, ROOT_ENV
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        cache = Cache(root=args.root)
+    except ValueError as exc:
+        parser.exit(2, f"phobos-cache: error: {exc}\n")
+    return args.command(cache, args)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="phobos-cache",
+        description="Inspect and maintain the Phobos kernel cache (layout: docs/cache.md).",
+        epilog=f"The cache folder is ${ROOT_ENV}, else the user's cache folder + 'phobos'; "
+        f"its size bound is ${MAX_BYTES_ENV}, else 2 GiB.",
+    )
+    parser.add_argument("--root", help=f"the cache folder (default: ${ROOT_ENV} or the default)")
+    commands = parser.add_subparsers(title="commands", required=True, metavar="COMMAND")
+    listing = commands.add_parser("list", help="one line per entry, most recently used first")
+    listing.set_defaults(command=_list)
+    info = commands.add_parser("info", help="an entry's manifest, files and state")
+    info.add_argument("key", help="the key, or enough of its first digits to name one entry")
+    info.set_defaults(command=_info)
+    verify = commands.add_parser("verify", help="check every file's sha256; exit 1 if any is bad")
+    verify.add_argument("--remove", action="store_true", help="also remove the bad entries")
+    verify.set_defaults(command=_verify)
+    prune = commands.add_parser(
+        "prune", help="evict least-recently-used entries to the size bound; delete stale temp"
+    )
+    prune.set_defaults(command=_prune)
+    clear = commands.add_parser("clear", help="remove every entry")
+    clear.set_defaults(command=_clear)
+    return parser
+
+
+def _list(cache: Cache, args: argparse.Namespace) -> int:
+    entries = cache.entries()
+    rows = [("KEY", "KERNEL", "ARCH", "SIZE", "LAST USED")]
+    rows += [
+        (
+            info.key[:16],
+            _name(info),
+            str(info.record.get("arch", "-")),
+            _bytes(info.size),
+            _time(info.last_used),
+        )
+        for info in entries
+    ]
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]) - 1)]
+    for row in rows:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[-1])
+    total = sum(info.size for info in entries)
+    where = "in memory" if cache.in_memory else str(cache.root)
+    print(f"{len(entries)} entries, {_bytes(total)} of {_bytes(cache.max_bytes)}, {where}")
+    return 0
+
+
+def _info(cache: Cache, args: argparse.Namespace) -> int:
+    matches = cache.find(args.key)
+    if not matches:
+        print(f"phobos-cache: no entry has a key starting with {args.key!r}", file=sys.stderr)
+        return 1
+    if len(matches) > 1:
+        print(f"phobos-cache: {args.key!r} names {len(matches)} entries:", file=sys.stderr)
+        for key in matches:
+            print(f"  {key}", file=sys.stderr)
+        return 2
+    key = matches[0]
+    info = cache.info(key)
+    if info is None:
+        print(f"phobos-cache: entry {key} was removed just now", file=sys.stderr)
+        return 1
+    problem = cache.check(key)
+    print(f"key:       {key}")
+    print(f"path:      {info.path or '(in memory)'}")
+    print(f"size:      {_bytes(info.size)}")
+    print(f"created:   {_time(info.created)}")
+    print(f"last used: {_time(info.last_used)}")
+    print(f"state:     {'ok' if problem is None else 'CORRUPT: ' + problem.message}")
+    print("record:")
+    print(json.dumps(dict(info.record), indent=2, sort_keys=True, ensure_ascii=False))
+    return 0 if problem is None else 1
+
+
+def _verify(cache: Cache, args: argparse.Namespace) -> int:
+    checked = len(cache.keys())
+    problems = cache.verify(remove=args.remove)
+    for problem in problems:
+        print(f"BAD {problem}" + (" (removed)" if args.remove else ""))
+    print(f"{checked} entries checked, {len(problems)} bad")
+    return 1 if problems else 0
+
+
+def _prune(cache: Cache, args: argparse.Namespace) -> int:
+    pruned = cache.prune()
+    print(
+        f"evicted {len(pruned.evicted)} entries, deleted {pruned.temp_folders} stale "
+        "temporary folders"
+    )
+    return 0
+
+
+def _clear(cache: Cache, args: argparse.Namespace) -> int:
+    print(f"removed {cache.clear()} entries")
+    return 0
+
+
+def _name(info: EntryInfo) -> str:
+    record = info.record
+    if "record_namespace" in record:
+        return f"record {record['record_namespace']}: {record.get('record_key', '')}"[:48]
+    return str(record.get("kernel", "-"))
+
+
+def _bytes(size: int) -> str:
+    if size < 1024:
+        return f"{size} B"
+    scaled = float(size)
+    for unit in ("KiB", "MiB", "GiB"):
+        scaled /= 1024
+        if scaled < 1024 or unit == "GiB":
+            break
+    return f"{scaled:.1f} {unit}"
+
+
+def _time(seconds: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(seconds)) if seconds else "-"

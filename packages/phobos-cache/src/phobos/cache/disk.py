@@ -1,0 +1,220 @@
+"""The on-disk store: entries as folders under ``<root>/v1``, each renamed into place whole.
+
+Every change is one ``rename`` inside the cache root: a put stages its files in ``v1/tmp`` and
+renames the folder to ``v1/<key[:2]>/<key>``; a removal renames the entry into ``v1/tmp`` before
+deleting it.  So a reader sees a whole entry or none, and a killed process leaves only a folder
+in ``v1/tmp``, which ``sweep_temp`` deletes once it is older than ``STALE_TEMP_SECONDS``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from phobos.cache.entry import Entry, EntryInfo
+from phobos.cache.key import KEY_PATTERN
+from phobos.cache.manifest import (
+    LAYOUT_VERSION,
+    MANIFEST_NAME,
+    CorruptEntry,
+    encode_manifest,
+    parse_manifest,
+    verify_files,
+)
+from phobos.cache.warn import warn_corrupt
+
+STALE_TEMP_SECONDS = 600
+_STAGE_PREFIX = "stage-"
+_TRASH_PREFIX = "trash-"
+
+
+class DiskStore:
+    """Entries in folders; every method is safe with other processes using the same root."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.layout = root / f"v{LAYOUT_VERSION}"
+        self.temp = self.layout / "tmp"
+
+    def open(self) -> None:
+        """Create the folders (the root private to the user) and prove they are writable."""
+        if not self.root.is_dir():
+            self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+            os.chmod(self.root, 0o700)
+        self.temp.mkdir(parents=True, exist_ok=True)
+        probe = tempfile.mkdtemp(prefix=_TRASH_PREFIX, dir=self.temp)
+        os.rmdir(probe)
+
+    def folder(self, key: str) -> Path:
+        return self.layout / key[:2] / key
+
+    def load(self, key: str) -> Entry | None:
+        """The verified entry, or None; a corrupt entry is removed with a warning."""
+        folder = self.folder(key)
+        for _ in range(2):
+            identity = _identity(folder)
+            if identity is None:
+                return None
+            try:
+                manifest, files = _read_verified(key, folder)
+            except CorruptEntry as problem:
+                if _identity(folder) != identity:
+                    continue  # removed or replaced while we read it: look again
+                self._discard(folder)
+                warn_corrupt(key, str(problem))
+                return None
+            self.touch(key)
+            return Entry(key, folder, manifest, files)
+        return None
+
+    def check(self, key: str) -> str | None:
+        """What is wrong with the entry ``key``, or None; changes nothing, not even its last use."""
+        folder = self.folder(key)
+        try:
+            _read_verified(key, folder)
+        except CorruptEntry as problem:
+            return None if _identity(folder) is None else str(problem)
+        return None
+
+    def publish(self, key: str, manifest: Mapping[str, Any], files: Mapping[str, bytes]) -> Entry:
+        """Stage the files and rename them into place; if another process won, return its entry."""
+        folder = self.folder(key)
+        staged = Path(tempfile.mkdtemp(prefix=f"{_STAGE_PREFIX}{key[:16]}-", dir=self.temp))
+        try:
+            for name, data in files.items():
+                (staged / name).write_bytes(data)
+            (staged / MANIFEST_NAME).write_bytes(encode_manifest(manifest))
+            folder.parent.mkdir(exist_ok=True)
+            for _ in range(3):
+                if _rename_if_absent(staged, folder):
+                    self.touch(key)
+                    return Entry(key, folder, manifest, dict(files))
+                winner = self.load(key)
+                if winner is not None:
+                    return winner
+            raise OSError(f"could not place cache entry {key} in {folder.parent}")
+        finally:
+            shutil.rmtree(staged, ignore_errors=True)
+
+    def touch(self, key: str) -> None:
+        """Mark the entry used now: its folder's mtime is its last use."""
+        now = time.time_ns()
+        with contextlib.suppress(OSError):  # a read-only or vanished entry keeps its old time
+            os.utime(self.folder(key), ns=(now, now))
+
+    def remove(self, key: str) -> bool:
+        return self._discard(self.folder(key))
+
+    def stored_keys(self) -> Iterator[str]:
+        if not self.layout.is_dir():
+            return
+        for shard in _scan(self.layout):
+            if len(shard.name) != 2 or not shard.is_dir(follow_symlinks=False):
+                continue
+            for item in _scan(Path(shard.path)):
+                if KEY_PATTERN.fullmatch(item.name) and item.name.startswith(shard.name):
+                    yield item.name
+
+    def usage(self, key: str) -> tuple[int, float] | None:
+        """Bytes on disk and last use of entry ``key``, from ``stat`` alone; None if it is gone."""
+        folder = self.folder(key)
+        try:
+            last_used = folder.stat().st_mtime
+            size = sum(item.stat(follow_symlinks=False).st_size for item in os.scandir(folder))
+        except OSError:
+            return None
+        return size, last_used
+
+    def info(self, key: str) -> EntryInfo | None:
+        """The entry as listed; its manifest is read but its files are not checked."""
+        found = self.usage(key)
+        if found is None:
+            return None
+        size, last_used = found
+        folder = self.folder(key)
+        try:
+            manifest = parse_manifest((folder / MANIFEST_NAME).read_bytes(), key)
+        except (OSError, CorruptEntry):
+            manifest = {"record": {}, "created": 0.0}
+        return EntryInfo(key, folder, manifest["record"], size, manifest["created"], last_used)
+
+    def sweep_temp(self, max_age: float = STALE_TEMP_SECONDS) -> int:
+        """Delete folders in ``v1/tmp`` older than ``max_age`` seconds: what a killed process
+        left while staging or removing an entry.  Returns how many it deleted."""
+        deadline = time.time() - max_age
+        swept = 0
+        for item in _scan(self.temp):
+            try:
+                stale = item.stat(follow_symlinks=False).st_mtime < deadline
+            except OSError:
+                continue
+            if stale:
+                shutil.rmtree(item.path, ignore_errors=True)
+                swept += 1
+        return swept
+
+    def _discard(self, folder: Path) -> bool:
+        """Take the entry out of sight with one rename, then delete it."""
+        try:
+            trash = Path(
+                tempfile.mkdtemp(prefix=f"{_TRASH_PREFIX}{folder.name[:16]}-", dir=self.temp)
+            )
+        except OSError:
+            return False
+        try:
+            os.rename(folder, trash / "entry")
+        except OSError:
+            return False
+        finally:
+            shutil.rmtree(trash, ignore_errors=True)
+        return True
+
+
+def _read_verified(key: str, folder: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
+    try:
+        manifest = parse_manifest((folder / MANIFEST_NAME).read_bytes(), key)
+    except OSError as exc:
+        raise CorruptEntry(f"cannot read {MANIFEST_NAME}: {exc.strerror or exc}") from None
+    files: dict[str, bytes] = {}
+    for spec in manifest["files"]:
+        try:
+            files[spec["name"]] = (folder / spec["name"]).read_bytes()
+        except FileNotFoundError:
+            continue  # verify_files names it as missing
+        except OSError as exc:
+            raise CorruptEntry(f"cannot read {spec['name']!r}: {exc.strerror or exc}") from None
+    verify_files(manifest, files)
+    return manifest, files
+
+
+def _rename_if_absent(staged: Path, folder: Path) -> bool:
+    """Rename ``staged`` to ``folder``; False if an entry is already there (a lost race)."""
+    try:
+        os.rename(staged, folder)
+    except OSError:
+        if _identity(folder) is None:
+            raise
+        return False
+    return True
+
+
+def _identity(folder: Path) -> tuple[int, int] | None:
+    try:
+        status = folder.stat()
+    except OSError:
+        return None
+    return status.st_dev, status.st_ino
+
+
+def _scan(folder: Path) -> list[os.DirEntry[str]]:
+    try:
+        with os.scandir(folder) as items:
+            return list(items)
+    except OSError:
+        return []
