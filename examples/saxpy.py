@@ -13,7 +13,9 @@ import phobos.lang as ph
 
 @ph.kernel
 @ph.autotune(BLOCK=[16, 8192])
-def saxpy(x: ph.tensor[ph.f32][N], y: ph.tensor[ph.f32][N], out: ph.tensor[ph.f32][N], alpha: ph.f32):
+def saxpy(
+    x: ph.tensor[ph.f32][N], y: ph.tensor[ph.f32][N], out: ph.tensor[ph.f32][N], alpha: ph.f32
+):
     base: ph.let = ph.ctx.block.x * BLOCK
     out[base:+BLOCK] = alpha * x[base:+BLOCK] + y[base:+BLOCK]
 
@@ -45,7 +47,9 @@ def main() -> None:
     n = 1000
     where, (x, y, out), (hx, hy, _) = arrays(n)
     saxpy[lambda meta: (-(-meta["N"] // meta["BLOCK"]),)](x, y, out, 2.0)
-    got = out.get() if hasattr(out, "get") else np.asarray(out.cpu() if hasattr(out, "cpu") else out)
+    got = (
+        out.get() if hasattr(out, "get") else np.asarray(out.cpu() if hasattr(out, "cpu") else out)
+    )
     expected = 2.0 * hx + hy
     assert np.allclose(got, expected, rtol=1e-6, atol=1e-6), "saxpy gave a wrong result"
     print(f"saxpy on {n} elements with {where}: every element equals 2*x + y")
