@@ -1,1 +1,45 @@
-"""The Phobos compiler."""
+"""The Phobos compiler: ``.ph`` text → checked tile IR → CUDA C++ → PTX and cubin + launch contract.
+
+The names below are the package's public API.  They are imported on first use, so
+``import phobos.compile.span`` (say, from the front end) does not load the whole
+compiler, and nothing here needs the CUDA toolchain until something is compiled.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "CompiledKernel": "phobos.compile.pipeline",
+    "compile_file": "phobos.compile.pipeline",
+    "compile_kernel": "phobos.compile.pipeline",
+    "default_specialization": "phobos.compile.pipeline",
+    "parse_file": "phobos.compile.pipeline",
+    "variant_values": "phobos.compile.pipeline",
+    "Contract": "phobos.compile.contract",
+    "PhobosError": "phobos.compile.diagnostics",
+    "Span": "phobos.compile.span",
+    "SpanMap": "phobos.compile.span",
+    "Specialization": "phobos.compile.codegen",
+    "TensorSpecialization": "phobos.compile.codegen",
+    "Build": "phobos.compile.toolchain",
+    "Resources": "phobos.compile.toolchain",
+    "compile_cuda": "phobos.compile.toolchain",
+    "toolchain_versions": "phobos.compile.toolchain",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'phobos.compile' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

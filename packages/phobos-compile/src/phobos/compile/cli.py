@@ -1,0 +1,154 @@
+"""``phobos-compile``: compile a ``.ph`` file to PTX, a cubin and a launch contract.
+
+    phobos-compile saxpy.ph --arch sm_90 -o build/          # build/saxpy.{ptx,cubin,contract.json}
+    phobos-compile saxpy.ph --arch sm_90 -D BLOCK=256 --emit cuda
+
+Errors in the program print like a compiler's (file:line:col, the line, a caret)
+and exit with status 1; set PHOBOS_DEBUG=1 to see the traceback as well.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from phobos.compile.diagnostics import PhobosError
+from phobos.compile.toolchain import ToolchainError
+from phobos.compile.toolchain.arch import virtual_arch
+
+STAGES = ("phobos", "ir", "cuda", "ptx")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    options = parser.parse_args(argv)
+    if options.output is None and options.emit is None:
+        parser.error("say where the files go (-o DIR) or which stage to print (--emit)")
+    if options.arch is None and options.emit not in ("phobos", "ir"):
+        parser.error("--arch is needed to generate code (sm_80, sm_90, sm_90a, ...)")
+    try:
+        _run(options, parser)
+    except (PhobosError, ToolchainError, OSError) as exc:
+        if os.environ.get("PHOBOS_DEBUG") == "1":
+            raise
+        print(_describe(exc), file=sys.stderr)
+        return 1
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="phobos-compile",
+        description="Compile a Phobos (.ph) file to PTX, a cubin and a launch contract per kernel.",
+        epilog="Set PHOBOS_DEBUG=1 to see a traceback with an error.",
+    )
+    parser.add_argument("file", type=Path, help="the .ph file")
+    parser.add_argument("--arch", type=_arch, help="the card: sm_80, sm_90, sm_90a, ...")
+    parser.add_argument("--kernel", help="compile only this kernel (default: every kernel)")
+    parser.add_argument(
+        "-D",
+        dest="values",
+        metavar="NAME=VALUE",
+        type=_value,
+        action="append",
+        default=[],
+        help="fix a compile-time name (default: the kernel's default variant)",
+    )
+    parser.add_argument("-o", dest="output", type=Path, metavar="DIR", help="write files here")
+    parser.add_argument("--emit", choices=STAGES, help="print one stage to stdout instead")
+    parser.add_argument(
+        "--index-width",
+        type=int,
+        choices=(32, 64),
+        default=32,
+        help="bits of index arithmetic (64 for tensors of 2^31 elements or more; default 32)",
+    )
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        help="print ptxas' registers, spills and shared memory for each kernel",
+    )
+    return parser
+
+
+def _arch(text: str) -> str:
+    try:
+        virtual_arch(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+    return text
+
+
+def _value(text: str) -> tuple[str, int]:
+    name, sep, value = text.partition("=")
+    try:
+        if not (sep and name.isidentifier()):
+            raise ValueError
+        return name, int(value, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected NAME=INTEGER, got {text!r}") from None
+
+
+def _run(options: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    # Imported here so that `phobos-compile --help` answers at once.
+    from phobos.compile import pipeline
+    from phobos.compile.check import lower
+    from phobos.compile.ir import format_kernel
+    from phobos.compile.syntax import format_module
+
+    module = pipeline.parse_file(options.file)
+    if options.emit == "phobos":
+        sys.stdout.write(format_module(module))
+        return
+    names = [k.name for k in module.kernels]
+    if options.kernel is not None:
+        if options.kernel not in names:
+            parser.error(
+                f"{options.file} has no kernel {options.kernel!r} (it has: {', '.join(names)})"
+            )
+        names = [options.kernel]
+    variants = pipeline.variant_values(module, names, dict(options.values))
+    for name in names:
+        values = variants[name]
+        if options.emit == "ir":
+            _emit(format_kernel(lower(module, name, values)))
+            continue
+        spec = pipeline.default_specialization(module, name, options.index_width)
+        if options.emit == "cuda":
+            _, generated = pipeline.generate_kernel(
+                module, name, values, arch=options.arch, spec=spec
+            )
+            _emit(generated.source)
+            continue
+        compiled = pipeline.compile_kernel(
+            module, name, values, arch=options.arch, spec=spec, verbose=options.verbose
+        )
+        if options.verbose and compiled.resources is not None:
+            print(f"{name} ({options.arch}): {compiled.resources.summary()}", file=sys.stderr)
+        if options.emit == "ptx":
+            _emit(compiled.ptx)
+        else:
+            _write(options.output, name, compiled)
+
+
+def _emit(text: str) -> None:
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+def _write(folder: Path, name: str, compiled) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{name}.ptx").write_text(compiled.ptx, encoding="utf-8")
+    (folder / f"{name}.cubin").write_bytes(compiled.cubin)
+    (folder / f"{name}.contract.json").write_text(
+        compiled.contract.to_json() + "\n", encoding="utf-8"
+    )
+
+
+def _describe(exc: Exception) -> str:
+    if isinstance(exc, OSError):
+        where = f"{exc.filename}: " if exc.filename else ""
+        return f"phobos-compile: error: {where}{exc.strerror or exc}"
+    return str(exc)

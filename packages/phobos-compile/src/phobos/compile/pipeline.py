@@ -1,0 +1,136 @@
+"""The compile pipeline, one stage after another.
+
+A parsed module → the checker lowers one variant of one kernel to tile IR → the
+code generator writes CUDA C++ and the launch contract → NVRTC and nvJitLink
+turn that into PTX and a cubin.  Each stage is a function here, so a tool can
+stop after any of them (``phobos-compile --emit``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from phobos.compile.check import lower, tune_space
+from phobos.compile.codegen import GeneratedKernel, Specialization, TensorSpecialization, generate
+from phobos.compile.contract import Contract
+from phobos.compile.diagnostics import error
+from phobos.compile.ir import nodes as ir
+from phobos.compile.syntax import ast, parse
+from phobos.compile.toolchain import Resources, compile_cuda
+
+# The most specialised assumption a launcher can check: 16-byte aligned tensors with unit
+# last stride, 32-bit indices.  Arguments that break it are refused at launch, never misread.
+DEFAULT_ALIGN = 16
+
+
+@dataclass(frozen=True)
+class CompiledKernel:
+    """One variant of one kernel, compiled: what a launcher loads and what each stage made."""
+
+    ptx: str
+    cubin: bytes
+    contract: Contract
+    cuda_source: str
+    ir: ir.Kernel
+    resources: Resources | None  # ptxas' report, when compiled with verbose
+
+
+def parse_file(path: str | Path) -> ast.Module:
+    """Read and parse a ``.ph`` file; errors name the path as given."""
+    path = Path(path)
+    return parse(path.read_text(encoding="utf-8"), str(path))
+
+
+def default_specialization(
+    module: ast.Module, kernel: str, index_width: int = 32
+) -> Specialization:
+    """Every tensor 16-byte aligned with unit last stride: the fastest code a launch may use."""
+    facts = TensorSpecialization(align=DEFAULT_ALIGN, unit_stride=True)
+    tensors = [p.name for p in module.kernel(kernel).params if isinstance(p.type, ast.TensorType)]
+    return Specialization.of(index_width, **dict.fromkeys(tensors, facts))
+
+
+def variant_values(
+    module: ast.Module, kernels: Sequence[str], fixed: Mapping[str, int] | None = None
+) -> dict[str, dict[str, int]]:
+    """Each kernel's default variant with the ``fixed`` names it tunes set.
+
+    A fixed name that none of ``kernels`` tunes is an error at the first of them.
+    """
+    fixed = dict(fixed or {})
+    spaces = {name: tune_space(module, name) for name in kernels}
+    tuned = {n for space in spaces.values() for n in space.names}
+    unknown = sorted(set(fixed) - tuned)
+    if unknown and kernels:
+        first = kernels[0]
+        names = ", ".join(sorted(tuned)) or "none"
+        which = f"kernel {first!r}" if len(kernels) == 1 else "no kernel of the file"
+        raise error(
+            module.kernel(first).span,
+            f"{which} has no compile-time name {', '.join(unknown)}",
+            help=f"the @autotune names are: {names}",
+        )
+    return {
+        name: {**space.default(), **{k: v for k, v in fixed.items() if k in space.names}}
+        for name, space in spaces.items()
+    }
+
+
+def generate_kernel(
+    module: ast.Module,
+    kernel: str,
+    values: Mapping[str, int],
+    *,
+    arch: str,
+    spec: Specialization | None = None,
+) -> tuple[ir.Kernel, GeneratedKernel]:
+    """Check and lower one variant, then write its CUDA C++ and launch contract."""
+    ir_kernel = lower(module, kernel, values)
+    spec = spec if spec is not None else default_specialization(module, kernel)
+    return ir_kernel, generate(ir_kernel, spec, arch)
+
+
+def compile_kernel(
+    module: ast.Module,
+    kernel: str,
+    values: Mapping[str, int],
+    *,
+    arch: str,
+    spec: Specialization | None = None,
+    verbose: bool = False,
+) -> CompiledKernel:
+    """Compile one variant of ``kernel`` in ``module`` to PTX, a cubin and its contract."""
+    ir_kernel, generated = generate_kernel(module, kernel, values, arch=arch, spec=spec)
+    build = compile_cuda(generated.source, arch=arch, name=generated.entry, verbose=verbose)
+    return CompiledKernel(
+        ptx=build.ptx,
+        cubin=build.cubin,
+        contract=generated.contract,
+        cuda_source=generated.source,
+        ir=ir_kernel,
+        resources=build.resources,
+    )
+
+
+def compile_file(
+    path: str | Path,
+    kernel: str | None = None,
+    values: Mapping[str, int] | None = None,
+    *,
+    arch: str,
+    spec: Specialization | None = None,
+    verbose: bool = False,
+) -> dict[str, CompiledKernel]:
+    """Compile a ``.ph`` file's kernels (or the one named), each at its default variant.
+
+    ``values`` fixes compile-time names, in every kernel that tunes them.
+    """
+    module = parse_file(path)
+    names = [kernel] if kernel is not None else [k.name for k in module.kernels]
+    variants = variant_values(module, names, values)
+    return {
+        name: compile_kernel(module, name, variants[name], arch=arch, spec=spec, verbose=verbose)
+        for name in names
+    }
