@@ -1,0 +1,68 @@
+"""``Reduce`` and ``Dot``: absent lanes count as the operation's identity.
+
+A result lane is absent only when every lane it combines is absent.  Sums of
+f16/bf16 and dots of f16/bf16 accumulate in f32 (as the GPU's reductions and
+tensor cores do) and round once to the result type.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from phobos.compile.interp.dtypes import compute_dtype, round_to_bf16
+from phobos.compile.interp.tiles import Tile, both_valid
+
+_NARROW_FLOATS = ("f16", "bf16")
+
+
+def identity(op: str, dtype: np.dtype) -> np.generic:
+    """The value an absent lane counts as: 0 for sum, the lowest value for max, the highest for min."""
+    if op == "sum":
+        return dtype.type(0)
+    if dtype.kind == "b":
+        return dtype.type(op == "min")
+    if dtype.kind == "f":
+        return dtype.type(-np.inf if op == "max" else np.inf)
+    limits = np.iinfo(dtype)
+    return dtype.type(limits.min if op == "max" else limits.max)
+
+
+def reduce(op: str, tile: Tile, axis: int, operand_dtype: str, result_dtype: np.dtype):
+    """Reduce ``tile`` along ``axis``; a 1-D tile gives a scalar (the identity if all absent)."""
+    values = tile.present(identity(op, tile.values.dtype))
+    if op == "sum":
+        accumulate = np.float32 if operand_dtype in _NARROW_FLOATS else result_dtype
+        reduced = values.sum(axis=axis, dtype=accumulate).astype(result_dtype)
+    else:
+        combine = np.fmax if op == "max" else np.fmin
+        reduced = combine.reduce(values, axis=axis).astype(result_dtype)
+    if operand_dtype == "bf16":
+        reduced = round_to_bf16(reduced)
+    if tile.values.ndim == 1:
+        return result_dtype.type(reduced)
+    return Tile(reduced, None if tile.valid is None else tile.valid.any(axis=axis))
+
+
+def dot(a: Tile, b: Tile, acc: Tile, result_dtype: str) -> Tile:
+    """``acc + a @ b``, with absent lanes of ``a`` and ``b`` as zeros."""
+    result = compute_dtype(result_dtype)
+    if a.values.dtype.kind == "f":
+        wide = np.float64 in (a.values.dtype, result)
+        accumulate = np.dtype(np.float64 if wide else np.float32)
+    else:
+        accumulate = result
+    zero = a.values.dtype.type(0)
+    product = a.present(zero).astype(accumulate) @ b.present(zero).astype(accumulate)
+    values = (acc.values.astype(accumulate) + product).astype(result)
+    if result_dtype == "bf16":
+        values = round_to_bf16(values)
+    return Tile(values, both_valid(acc.valid, _some_product_present(a, b)))
+
+
+def _some_product_present(a: Tile, b: Tile) -> np.ndarray | None:
+    """Which lanes of ``a @ b`` have at least one pair of present operands."""
+    if a.valid is None and b.valid is None:
+        return None
+    a_valid = np.ones(a.values.shape, np.float32) if a.valid is None else a.valid.astype(np.float32)
+    b_valid = np.ones(b.values.shape, np.float32) if b.valid is None else b.valid.astype(np.float32)
+    return (a_valid @ b_valid) > 0
