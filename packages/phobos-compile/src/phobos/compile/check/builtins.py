@@ -1,0 +1,280 @@
+"""The builtin functions: math, selection, reductions, dot, transpose, arange, fill, casts.
+
+``BUILTINS`` maps each name a program may call to the function that lowers the
+call.  Each checks its arguments' count, kinds and types and says what to write
+when they are wrong.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from phobos.compile.check.broadcast import broadcast_shapes, is_partial, shape_of, to_shape
+from phobos.compile.check.expr import ExprLowerer, Value, describe, type_name
+from phobos.compile.check.scope import Scope
+from phobos.compile.check.types import (
+    Literal,
+    is_float,
+    is_int,
+    is_numeric,
+    literal_fits,
+    make_const,
+)
+from phobos.compile.diagnostics import error
+from phobos.compile.ir import nodes as ir
+from phobos.compile.syntax import ast
+
+FLOAT_MATH = ("exp", "exp2", "log", "log2", "sqrt", "rsqrt")
+REDUCTIONS = ("sum", "max", "min")
+DOT_DTYPES = ("f16", "bf16", "f32")
+
+Lowering = Callable[[ExprLowerer, ast.Call, Scope], Value]
+
+
+def _args(call: ast.Call, low: int, high: int, keywords: tuple[str, ...] = ()) -> None:
+    count = len(call.args)
+    if not low <= count <= high:
+        wanted = str(low) if low == high else f"{low} to {high}"
+        raise error(call.span, f"{call.func}() takes {wanted} arguments, got {count}")
+    for kw in call.keywords:
+        if kw.name not in keywords:
+            allowed = ", ".join(f"`{k}=`" for k in keywords) or "none"
+            raise error(
+                kw.span,
+                f"{call.func}() has no keyword '{kw.name}'",
+                help=f"its keywords: {allowed}",
+            )
+
+
+def _tile(lw: ExprLowerer, expr: ast.Expr, scope: Scope, what: str) -> ir.Expr:
+    got = lw.value(expr, scope)
+    if isinstance(got, Literal) or not isinstance(got.type, ir.TileT):
+        raise error(expr.span, f"{what} needs a tile, got {type_name(got)}")
+    return got
+
+
+def _math(lw: ExprLowerer, call: ast.Call, scope: Scope) -> Value:
+    _args(call, 1, 1)
+    got = lw.value(call.args[0], scope)
+    if isinstance(got, Literal):
+        got = make_const(got, "f32" if call.func in FLOAT_MATH else got.default_dtype)
+    dtype = got.type.dtype
+    ok = is_float(dtype) or (call.func == "abs" and is_int(dtype))
+    if not ok:
+        raise error(
+            call.span,
+            f"{call.func}() needs a float operand, got {got.type}",
+            help=f"cast it: `{call.func}(f32({describe(call.args[0])}))`",
+        )
+    return ir.Math(call.func, got, got.type, call.span)
+
+
+def _elementwise_binary(op: str) -> Lowering:
+    def lower(lw: ExprLowerer, call: ast.Call, scope: Scope) -> Value:
+        _args(call, 2, 2)
+        values = [lw.value(a, scope) for a in call.args]
+        a, b = lw.elementwise(list(call.args), values, call.span)
+        if not is_numeric(a.type.dtype):
+            raise error(call.span, f"{call.func}() needs numbers, got {a.type.dtype}")
+        type = a.type
+        if isinstance(type, ir.TileT):
+            type = ir.TileT(type.dtype, type.shape, is_partial(a) or is_partial(b))
+        return ir.Binary(op, a, b, type, call.span)
+
+    return lower
+
+
+def _where(lw: ExprLowerer, call: ast.Call, scope: Scope) -> Value:
+    _args(call, 3, 3)
+    cond = lw.materialise(lw.value(call.args[0], scope))
+    if cond.type.dtype != "bool":
+        raise error(
+            call.args[0].span,
+            f"where() needs a bool condition, got {cond.type}",
+            help=f"compare it, e.g. `{describe(call.args[0])} != 0`",
+        )
+    values = [lw.value(a, scope) for a in call.args[1:]]
+    a, b = lw.unify(list(call.args[1:]), values, call.span)
+    shapes = [s for s in map(shape_of, (cond, a, b)) if s is not None]
+    if not shapes:
+        return ir.Select(cond, a, b, a.type, call.span)
+    shape = broadcast_shapes(shapes, call.span)
+    cond, a, b = (to_shape(v, shape, v.span) for v in (cond, a, b))
+    partial = any(is_partial(v) for v in (cond, a, b))
+    return ir.Select(cond, a, b, ir.TileT(a.type.dtype, shape, partial), call.span)
+
+
+def _reduction(lw: ExprLowerer, call: ast.Call, scope: Scope) -> Value:
+    if len(call.args) == 2 and call.func in ("max", "min") and not call.keywords:
+        elementwise = "maximum" if call.func == "max" else "minimum"
+        raise error(
+            call.span,
+            f"{call.func}(t, axis=k) reduces one tile; it does not take two values",
+            help=f"for the elementwise {call.func}imum write `{elementwise}(a, b)`",
+        )
+    _args(call, 1, 1, keywords=("axis",))
+    tile = _tile(lw, call.args[0], scope, f"{call.func}()")
+    assert isinstance(tile.type, ir.TileT)
+    rank = len(tile.type.shape)
+    axis_kw = next((k for k in call.keywords if k.name == "axis"), None)
+    if axis_kw is None:
+        if rank != 1:
+            raise error(
+                call.span,
+                f"{call.func}() of a rank-{rank} tile needs an axis",
+                help=f"write `{call.func}({describe(call.args[0])}, axis=0)`",
+            )
+        axis = 0
+    else:
+        axis = lw.compile_time_int(axis_kw.value, scope, "the axis")
+        if not -rank <= axis < rank:
+            raise error(
+                axis_kw.span,
+                f"axis {axis} is out of range for a rank-{rank} tile",
+                help=f"use an axis from 0 to {rank - 1}",
+            )
+        axis %= rank
+    if not is_numeric(tile.type.dtype):
+        raise error(call.span, f"{call.func}() needs numbers, got {tile.type.dtype}")
+    shape = tile.type.shape[:axis] + tile.type.shape[axis + 1 :]
+    result: ir.IRType = (
+        ir.TileT(tile.type.dtype, shape, tile.type.partial)
+        if shape
+        else ir.ScalarT(tile.type.dtype)
+    )
+    return ir.Reduce(call.func, tile, axis, result, call.span)
+
+
+def _dot(lw: ExprLowerer, call: ast.Call, scope: Scope) -> Value:
+    _args(call, 2, 3)
+    values = [lw.value(a, scope) for a in call.args]
+    acc = values[2] if len(values) == 3 else None
+    return lower_dot(lw, call, list(call.args), values[:2], acc)
+
+
+def lower_dot(
+    lw: ExprLowerer,
+    node: ast.Call | ast.Binary,
+    exprs: list[ast.Expr],
+    operands: list[Value],
+    acc: Value | None,
+) -> ir.Expr:
+    """``acc + a @ b``: a [M, K], b [K, N] of one of f16/bf16/f32; acc [M, N], f32 unless given."""
+    for expr, got in zip(exprs, operands):
+        if (
+            isinstance(got, Literal)
+            or not isinstance(got.type, ir.TileT)
+            or len(got.type.shape) != 2
+        ):
+            raise error(expr.span, f"dot needs 2-D tiles, got {type_name(got)}")
+    a, b = operands
+    assert isinstance(a, ir.Expr) and isinstance(b, ir.Expr)
+    assert isinstance(a.type, ir.TileT) and isinstance(b.type, ir.TileT)
+    if a.type.dtype != b.type.dtype:
+        raise error(
+            node.span,
+            f"dot operands must share a type, got {a.type.dtype} and {b.type.dtype}",
+            help=f"cast one, e.g. `{a.type.dtype}({describe(exprs[1])})`",
+        )
+    if a.type.dtype not in DOT_DTYPES:
+        raise error(
+            node.span,
+            f"dot needs f16, bf16 or f32 operands, got {a.type.dtype}",
+            help=f"cast them, e.g. `f16({describe(exprs[0])})`",
+        )
+    (m, k), (k2, n) = a.type.shape, b.type.shape
+    if k != k2:
+        raise error(
+            node.span,
+            f"dot of [{m}, {k}] and [{k2}, {n}]: inner extents {k} and {k2} differ",
+            help="the first operand's columns must match the second's rows; `trans(b)` may help",
+        )
+    partial = a.type.partial or b.type.partial
+    if acc is None:
+        acc_value: ir.Expr = ir.Full(0.0, ir.TileT("f32", (m, n)), node.span)
+    else:
+        assert isinstance(node, ast.Call)
+        acc_value = lw.materialise(acc)
+        ok_types = ("f32", a.type.dtype)
+        if not isinstance(acc_value.type, ir.TileT) or acc_value.type.shape != (m, n):
+            raise error(
+                node.args[2].span,
+                f"dot's accumulator must be a [{m}, {n}] tile, got {acc_value.type}",
+                help=f"start it with `zeros<f32>[{m}, {n}]`",
+            )
+        if acc_value.type.dtype not in ok_types:
+            raise error(
+                node.args[2].span,
+                f"dot's accumulator must be f32 (or {a.type.dtype}), got {acc_value.type.dtype}",
+                help=f"start it with `zeros<f32>[{m}, {n}]`",
+            )
+        partial = partial or acc_value.type.partial
+    type = ir.TileT(acc_value.type.dtype, (m, n), partial)
+    return ir.Dot(a, b, acc_value, type, node.span)
+
+
+def _trans(lw: ExprLowerer, call: ast.Call, scope: Scope) -> Value:
+    _args(call, 1, 1)
+    tile = _tile(lw, call.args[0], scope, "trans()")
+    assert isinstance(tile.type, ir.TileT)
+    if len(tile.type.shape) != 2:
+        raise error(call.span, f"trans() needs a 2-D tile, got {tile.type}")
+    shape = tile.type.shape[::-1]
+    return ir.Transpose(tile, ir.TileT(tile.type.dtype, shape, tile.type.partial), call.span)
+
+
+def _arange(lw: ExprLowerer, call: ast.Call, scope: Scope) -> Value:
+    _args(call, 1, 1)
+    n = lw.tile_extent(call.args[0], scope)
+    return ir.Iota(ir.TileT("index", (n,)), call.span)
+
+
+def _fill(lw: ExprLowerer, call: ast.Call, scope: Scope) -> Value:
+    _args(call, 2, 2)
+    tile = _tile(lw, call.args[0], scope, "fill()")
+    assert isinstance(tile.type, ir.TileT)
+    dtype = tile.type.dtype
+    got = lw.value(call.args[1], scope)
+    if isinstance(got, Literal):
+        if not literal_fits(got, dtype):
+            raise error(call.args[1].span, f"a {got.describe()} cannot fill a {dtype} tile")
+        got = make_const(got, dtype, call.args[1].span)
+    if isinstance(got.type, ir.TileT):
+        raise error(call.args[1].span, "fill()'s value must be a scalar, not a tile")
+    if got.type.dtype != dtype:
+        raise error(
+            call.args[1].span,
+            f"fill() of a {dtype} tile needs a {dtype} value, got {got.type.dtype}",
+            help=f"cast it: `{dtype}({describe(call.args[1])})`",
+        )
+    return ir.Fill(tile, got, ir.TileT(dtype, tile.type.shape), call.span)
+
+
+def lower_cast(lw: ExprLowerer, call: ast.Call, scope: Scope) -> Value:
+    """``f16(x)``: a conversion to any scalar type, lane by lane for a tile."""
+    _args(call, 1, 1)
+    dtype = call.func
+    got = lw.value(call.args[0], scope)
+    if isinstance(got, Literal):
+        if literal_fits(got, dtype):
+            return make_const(got, dtype, call.span)
+        got = make_const(got, got.default_dtype)
+    if got.type.dtype == dtype:
+        return got
+    type: ir.IRType = ir.ScalarT(dtype)
+    if isinstance(got.type, ir.TileT):
+        type = ir.TileT(dtype, got.type.shape, got.type.partial)
+    return ir.Cast(got, type, call.span)
+
+
+BUILTINS: dict[str, Lowering] = {
+    **{name: _math for name in (*FLOAT_MATH, "abs")},
+    "maximum": _elementwise_binary("max"),
+    "minimum": _elementwise_binary("min"),
+    "where": _where,
+    **{name: _reduction for name in REDUCTIONS},
+    "dot": _dot,
+    "trans": _trans,
+    "arange": _arange,
+    "fill": _fill,
+}

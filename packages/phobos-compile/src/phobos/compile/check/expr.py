@@ -1,0 +1,475 @@
+"""Lowering expressions: names to values, operators to typed, explicitly broadcast IR.
+
+``value`` returns either an IR expression or a ``Literal`` whose type is still
+open; the operator that meets a literal decides its type.  Arithmetic on two
+literals folds here, so ``BLOCK / 2`` stays a compile-time number.
+"""
+
+from __future__ import annotations
+
+import math
+
+from phobos.compile.check import scope as names
+from phobos.compile.check.broadcast import broadcast_shapes, is_partial, shape_of, to_shape
+from phobos.compile.check.context import Context
+from phobos.compile.check.scope import Scope
+from phobos.compile.check.types import (
+    Literal,
+    cast_target,
+    common_dtype,
+    is_float,
+    is_int,
+    is_numeric,
+    literal_fits,
+    make_const,
+)
+from phobos.compile.diagnostics import error
+from phobos.compile.ir import nodes as ir
+from phobos.compile.span import Span
+from phobos.compile.syntax import ast
+
+Value = ir.Expr | Literal
+
+ARITHMETIC = {"+": "add", "-": "sub", "*": "mul", "/": "div", "%": "mod"}
+BITWISE = {"&": "and", "|": "or", "^": "xor"}
+SHIFTS = {"<<": "shl", ">>": "shr"}
+COMPARISONS = {"==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
+LOGICAL = {"&&": "land", "||": "lor"}
+
+
+def describe(expr: ast.Expr) -> str:
+    """A short source-like rendering of ``expr`` for help messages."""
+    if isinstance(expr, ast.Name):
+        return expr.id
+    if isinstance(expr, (ast.IntLit, ast.FloatLit)):
+        return str(expr.value) + (expr.suffix or "")
+    if isinstance(expr, ast.Ctx):
+        return f"ctx.{expr.group}.{expr.axis}"
+    if isinstance(expr, ast.Call):
+        return f"{expr.func}(...)"
+    if isinstance(expr, ast.Subscript):
+        return f"{describe(expr.base)}[...]"
+    return "..."
+
+
+def type_name(value: Value) -> str:
+    return value.describe() if isinstance(value, Literal) else str(value.type)
+
+
+def with_dtype(type: ir.IRType, dtype: str) -> ir.IRType:
+    if isinstance(type, ir.TileT):
+        return ir.TileT(dtype, type.shape, type.partial)
+    return ir.ScalarT(dtype)
+
+
+def with_partial(type: ir.IRType, partial: bool) -> ir.IRType:
+    if isinstance(type, ir.TileT):
+        return ir.TileT(type.dtype, type.shape, partial)
+    return type
+
+
+class ExprLowerer:
+    """Lowers expressions in a ``Context``; statements and fn inlining live in ``StmtLowerer``."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+
+    # ------------------------------------------------------------------ entry points
+
+    def value(self, expr: ast.Expr, scope: Scope) -> Value:
+        method = getattr(self, "_" + type(expr).__name__.lower(), None)
+        if method is None:
+            raise error(expr.span, f"unsupported expression {type(expr).__name__}")
+        return method(expr, scope)
+
+    def typed(self, expr: ast.Expr, scope: Scope) -> ir.Expr:
+        """The value of ``expr``, a lone literal taking its default type (i32 or f32)."""
+        return self.materialise(self.value(expr, scope))
+
+    def materialise(self, value: Value, dtype: str | None = None) -> ir.Expr:
+        if isinstance(value, Literal):
+            return make_const(value, dtype or value.default_dtype)
+        return value
+
+    def compile_time_int(self, expr: ast.Expr, scope: Scope, what: str) -> int:
+        got = self.value(expr, scope)
+        if isinstance(got, Literal) and got.is_int:
+            return int(got.value)
+        if isinstance(got, ir.Const) and is_int(got.type.dtype):
+            return int(got.value)
+        raise error(
+            expr.span,
+            f"{what} must be a compile-time integer",
+            help="use a literal, a module `const` or an `@autotune` name",
+        )
+
+    def scalar_index(self, expr: ast.Expr, scope: Scope, what: str) -> ir.Expr:
+        """An integer block-uniform scalar, as ``index``."""
+        got = self.value(expr, scope)
+        if isinstance(got, Literal):
+            if not got.is_int:
+                raise error(expr.span, f"{what} must be an integer, not a float literal")
+            return make_const(got, "index", expr.span)
+        if isinstance(got.type, ir.TileT):
+            raise error(
+                expr.span,
+                f"{what} must be a block-uniform scalar, not a {got.type}",
+                help="index with a window `a :+ L`; a tile cannot index a tensor",
+            )
+        if not is_int(got.type.dtype):
+            raise error(
+                expr.span,
+                f"{what} must be an integer, not {got.type}",
+                help=f"cast it: `index({describe(expr)})`",
+            )
+        return self.convert(got, "index", expr.span)
+
+    def convert(self, value: ir.Expr, dtype: str, span: Span) -> ir.Expr:
+        if value.type.dtype == dtype:
+            return value
+        return ir.Cast(value, with_dtype(value.type, dtype), span)
+
+    # ------------------------------------------------------------------ unification
+
+    def unify(self, exprs: list[ast.Expr], values: list[Value], span: Span) -> list[ir.Expr]:
+        """Give ``values`` one element type: literals adapt, index absorbs i32/i64."""
+        dtype: str | None = None
+        owner: ast.Expr | None = None
+        for expr, got in zip(exprs, values):
+            if isinstance(got, Literal):
+                continue
+            mine = got.type.dtype
+            if dtype is None:
+                dtype, owner = mine, expr
+                continue
+            shared = common_dtype(dtype, mine)
+            if shared is None:
+                target = cast_target(dtype, mine)
+                culprit = expr if target == dtype else owner
+                raise error(
+                    span,
+                    f"mismatched types {dtype} and {mine}",
+                    help=f"convert one side explicitly, e.g. `{target}({describe(culprit)})`",
+                )
+            if shared != dtype:
+                owner = expr
+            dtype = shared
+        if dtype is None:
+            lits = [v for v in values if isinstance(v, Literal)]
+            dtype = "i32" if all(v.is_int for v in lits) else "f32"
+        out: list[ir.Expr] = []
+        for expr, got in zip(exprs, values):
+            if isinstance(got, Literal):
+                if not literal_fits(got, dtype):
+                    raise error(
+                        expr.span,
+                        f"a {got.describe()} cannot take the type {dtype}",
+                        help=f"convert the other operand, e.g. `f32({describe(owner)})`"
+                        if owner is not None and is_int(dtype)
+                        else f"write a {dtype} value instead",
+                    )
+                out.append(make_const(got, dtype, expr.span))
+            else:
+                out.append(self.convert(got, dtype, expr.span))
+        return out
+
+    def elementwise(self, exprs: list[ast.Expr], values: list[Value], span: Span) -> list[ir.Expr]:
+        """Unify types, then broadcast the operands to one shape."""
+        typed = self.unify(exprs, values, span)
+        shapes = [s for s in map(shape_of, typed) if s is not None]
+        if not shapes:
+            return typed
+        shape = broadcast_shapes(shapes, span)
+        return [to_shape(v, shape, v.span) for v in typed]
+
+    # ------------------------------------------------------------------ leaves
+
+    def _intlit(self, expr: ast.IntLit, scope: Scope) -> Value:
+        if expr.suffix:
+            return make_const(Literal(expr.value, expr.span), expr.suffix)
+        return Literal(expr.value, expr.span)
+
+    def _floatlit(self, expr: ast.FloatLit, scope: Scope) -> Value:
+        if expr.suffix:
+            if not is_float(expr.suffix):
+                raise error(expr.span, f"a float literal cannot have the suffix {expr.suffix}")
+            return make_const(Literal(expr.value, expr.span), expr.suffix)
+        return Literal(expr.value, expr.span)
+
+    def _boollit(self, expr: ast.BoolLit, scope: Scope) -> Value:
+        return ir.Const(expr.value, ir.ScalarT("bool"), expr.span)
+
+    def _ctx(self, expr: ast.Ctx, scope: Scope) -> Value:
+        if expr.group not in ("block", "grid") or expr.axis not in ("x", "y", "z"):
+            raise error(
+                expr.span,
+                f"unknown ctx.{expr.group}.{expr.axis}",
+                help="use ctx.block.x|y|z or ctx.grid.x|y|z",
+            )
+        return ir.CtxValue(expr.group, expr.axis, ir.ScalarT("index"), expr.span)
+
+    def _name(self, expr: ast.Name, scope: Scope) -> Value:
+        if expr.id == "inf" and scope.find("inf") is None:
+            return Literal(math.inf, expr.span)
+        if expr.id == "newaxis" and scope.find("newaxis") is None:
+            raise error(expr.span, "`newaxis` is only an index item", help="write `t[:, newaxis]`")
+        found = scope.lookup(expr.id, expr.span)
+        value = found.value
+        if found.kind == names.TENSOR:
+            assert isinstance(value, ir.TensorParam)
+            window = ", ".join(["a :+ L"] * value.rank)
+            raise error(
+                expr.span,
+                f"the tensor '{expr.id}' is used as a value",
+                help=f"load a window of it: `{expr.id}[{window}]`",
+            )
+        if found.kind == names.SCALAR:
+            assert isinstance(value, ir.ScalarParam)
+            return ir.ScalarArg(value, ir.ScalarT(value.dtype), expr.span)
+        if found.kind == names.EXTENT:
+            return ir.Extent(expr.id, ir.ScalarT("index"), expr.span)
+        if isinstance(value, Literal):
+            return Literal(value.value, expr.span)
+        if isinstance(value, ir.Const):
+            return ir.Const(value.value, value.type, expr.span)
+        assert isinstance(value, ir.Variable)
+        return ir.Read(value, value.type, expr.span)
+
+    # ------------------------------------------------------------------ operators
+
+    def _unary(self, expr: ast.Unary, scope: Scope) -> Value:
+        operand = self.value(expr.operand, scope)
+        if isinstance(operand, Literal) and expr.op == "-":
+            return Literal(-operand.value, expr.span)
+        if isinstance(operand, Literal) and expr.op == "~" and operand.is_int:
+            return Literal(~operand.value, expr.span)
+        operand = self.materialise(operand)
+        dtype = operand.type.dtype
+        if expr.op == "-" and is_numeric(dtype):
+            return ir.Unary("neg", operand, operand.type, expr.span)
+        if expr.op == "!" and dtype == "bool":
+            return ir.Unary("not", operand, operand.type, expr.span)
+        if expr.op == "~" and is_int(dtype):
+            return ir.Unary("bitnot", operand, operand.type, expr.span)
+        wants = {"-": "a number", "!": "bool", "~": "an integer"}.get(expr.op, "?")
+        help = "compare it instead, e.g. `x == 0`" if expr.op == "!" else None
+        raise error(expr.span, f"`{expr.op}` needs {wants}, got {operand.type}", help=help)
+
+    def _binary(self, expr: ast.Binary, scope: Scope) -> Value:
+        left = self.value(expr.left, scope)
+        right = self.value(expr.right, scope)
+        if expr.op == "@":
+            from phobos.compile.check.builtins import lower_dot
+
+            return lower_dot(self, expr, [expr.left, expr.right], [left, right], None)
+        if isinstance(left, Literal) and isinstance(right, Literal):
+            folded = fold(expr, left, right)
+            if folded is not None:
+                return folded
+        operands = self.elementwise([expr.left, expr.right], [left, right], expr.span)
+        dtype = operands[0].type.dtype
+        op = expr.op
+        if op in ARITHMETIC:
+            self._require(expr, dtype, is_numeric(dtype), "numbers")
+            result = dtype
+        elif op in BITWISE:
+            self._require(expr, dtype, is_int(dtype) or dtype == "bool", "integers or bools")
+            result = dtype
+        elif op in SHIFTS:
+            self._require(expr, dtype, is_int(dtype), "integers")
+            result = dtype
+        elif op in COMPARISONS:
+            ordered = op in ("==", "!=") or dtype != "bool"
+            self._require(expr, dtype, ordered, "numbers")
+            result = "bool"
+        elif op in LOGICAL:
+            self._require(expr, dtype, dtype == "bool", "bools")
+            result = "bool"
+        else:
+            raise error(expr.span, f"unknown operator `{op}`")
+        name = {**ARITHMETIC, **BITWISE, **SHIFTS, **COMPARISONS, **LOGICAL}[op]
+        type = with_dtype(operands[0].type, result)
+        type = with_partial(type, any(is_partial(v) for v in operands))
+        return ir.Binary(name, operands[0], operands[1], type, expr.span)
+
+    def _require(self, expr: ast.Binary, dtype: str, ok: bool, wants: str) -> None:
+        if ok:
+            return
+        help = None
+        if expr.op in LOGICAL:
+            help = "compare to get a bool, e.g. `x != 0`"
+        elif dtype == "bool":
+            help = "use `&&`, `||` or `!` on bools"
+        elif expr.op in SHIFTS or expr.op in BITWISE:
+            help = f"cast to an integer type first, e.g. `i32({describe(expr.left)})`"
+        raise error(expr.span, f"`{expr.op}` needs {wants}, got {dtype}", help=help)
+
+    # ------------------------------------------------------------------ calls and tiles
+
+    def _call(self, expr: ast.Call, scope: Scope) -> Value:
+        from phobos.compile.check.builtins import BUILTINS, lower_cast
+
+        if expr.func in ast.SCALAR_TYPES:
+            return lower_cast(self, expr, scope)
+        if expr.func in BUILTINS:
+            return BUILTINS[expr.func](self, expr, scope)
+        if expr.func in self.ctx.functions:
+            result = self.inline_call(self.ctx.functions[expr.func], expr, scope)
+            if result is None:
+                raise error(
+                    expr.span,
+                    f"fn '{expr.func}' returns no value",
+                    help="declare a result type (`-> f32`) and `return` a value",
+                )
+            return result
+        import difflib
+
+        known = [*BUILTINS, *self.ctx.functions, *ast.SCALAR_TYPES]
+        close = difflib.get_close_matches(expr.func, known, n=1)
+        raise error(
+            expr.span,
+            f"unknown function '{expr.func}'",
+            help=f"did you mean '{close[0]}'?" if close else "declare it with `fn`",
+        )
+
+    def inline_call(self, fn: ast.Function, call: ast.Call, scope: Scope) -> Value | None:
+        raise NotImplementedError("StmtLowerer inlines fn calls")
+
+    def _tilector(self, expr: ast.TileCtor, scope: Scope) -> Value:
+        fills = {"zeros": 0, "ones": 1}
+        if expr.kind not in fills:
+            raise error(
+                expr.span, f"unknown tile constructor '{expr.kind}'", help="use zeros or ones"
+            )
+        dtype = expr.dtype.name
+        shape = tuple(self.tile_extent(e, scope) for e in expr.shape)
+        value = fills[expr.kind]
+        fill: int | float | bool = bool(value) if dtype == "bool" else value
+        if is_float(dtype):
+            fill = float(value)
+        return ir.Full(fill, ir.TileT(dtype, shape), expr.span)
+
+    def tile_extent(self, expr: ast.Expr, scope: Scope) -> int:
+        extent = self.compile_time_int(expr, scope, "a tile extent")
+        if extent <= 0:
+            raise error(expr.span, f"a tile extent must be positive, got {extent}")
+        return extent
+
+    def _subscript(self, expr: ast.Subscript, scope: Scope) -> Value:
+        if isinstance(expr.base, ast.Name):
+            found = scope.find(expr.base.id)
+            if found is not None and found.kind == names.TENSOR:
+                assert isinstance(found.value, ir.TensorParam)
+                tensor = found.value
+                indices, shape = self.tensor_indices(tensor, expr, scope)
+                if shape:
+                    type: ir.IRType = ir.TileT(tensor.dtype, shape, partial=True)
+                else:
+                    type = ir.ScalarT(tensor.dtype)
+                return ir.Load(tensor, indices, type, expr.span)
+        base = self.materialise(self.value(expr.base, scope))
+        if not isinstance(base.type, ir.TileT):
+            raise error(expr.span, f"a {base.type} scalar cannot be indexed")
+        return self.reshape(base, expr)
+
+    def tensor_indices(
+        self, tensor: ir.TensorParam, expr: ast.Subscript, scope: Scope
+    ) -> tuple[tuple[ir.TensorIndex, ...], tuple[int, ...]]:
+        """One index item per tensor axis: points and windows; the windows give the shape."""
+        if len(expr.items) != tensor.rank:
+            raise error(
+                expr.span,
+                f"'{tensor.name}' has {tensor.rank} axes but {len(expr.items)} index items",
+                help="give one item per axis: a point `i` or a window `a :+ L`",
+            )
+        indices: list[ir.TensorIndex] = []
+        shape: list[int] = []
+        for item in expr.items:
+            if isinstance(item, ast.Point):
+                indices.append(ir.PointIndex(self.scalar_index(item.index, scope, "an index")))
+            elif isinstance(item, ast.Window):
+                start = self.scalar_index(item.start, scope, "a window start")
+                length = self.compile_time_int(item.length, scope, "a window length")
+                if length <= 0:
+                    raise error(item.length.span, f"a window length must be positive, got {length}")
+                indices.append(ir.WindowIndex(start, length))
+                shape.append(length)
+            else:
+                raise error(
+                    item.span,
+                    "`:` and `newaxis` reshape tiles; a tensor takes points and windows",
+                    help="load a window first: `t[a :+ L]`",
+                )
+        return tuple(indices), tuple(shape)
+
+    def reshape(self, base: ir.Expr, expr: ast.Subscript) -> ir.Expr:
+        """``t[:, newaxis]`` on a tile: one ``:`` per axis, each ``newaxis`` a new extent-1 axis."""
+        assert isinstance(base.type, ir.TileT)
+        full = sum(isinstance(i, ast.FullAxis) for i in expr.items)
+        for item in expr.items:
+            if not isinstance(item, (ast.FullAxis, ast.NewAxis)):
+                raise error(
+                    item.span,
+                    "a tile can only be reshaped with `:` and `newaxis`",
+                    help="index the tensor instead, or pick lanes with `where`",
+                )
+        if full != len(base.type.shape):
+            raise error(
+                expr.span,
+                f"a rank-{len(base.type.shape)} tile needs {len(base.type.shape)} `:` items, "
+                f"got {full}",
+                help="write one `:` per axis of the tile",
+            )
+        shape = list(base.type.shape)
+        for axis, item in enumerate(expr.items):
+            if isinstance(item, ast.NewAxis):
+                shape.insert(axis, 1)
+                type = ir.TileT(base.type.dtype, tuple(shape), base.type.partial)
+                base = ir.ExpandDims(base, axis, type, expr.span)
+        return base
+
+
+def fold(expr: ast.Binary, left: Literal, right: Literal) -> Value | None:
+    """Arithmetic on two untyped numbers, done now; None where the op needs types."""
+    a, b = left.value, right.value
+    both_int = isinstance(a, int) and isinstance(b, int)
+    op = expr.op
+    if op in ("/", "%") and b == 0:
+        raise error(expr.span, "division by zero in a compile-time expression")
+    if op == "+":
+        return Literal(a + b, expr.span)
+    if op == "-":
+        return Literal(a - b, expr.span)
+    if op == "*":
+        return Literal(a * b, expr.span)
+    if op == "/":
+        return Literal(_trunc_div(a, b) if both_int else a / b, expr.span)
+    if op == "%":
+        return Literal(a - b * _trunc_div(a, b) if both_int else math.fmod(a, b), expr.span)
+    if both_int and op in ("<<", ">>") and b < 0:
+        raise error(expr.span, f"a shift by a negative amount ({b})")
+    if both_int and op in ("<<", ">>", "&", "|", "^"):
+        ops = {
+            "<<": lambda: a << b,
+            ">>": lambda: a >> b,
+            "&": lambda: a & b,
+            "|": lambda: a | b,
+            "^": lambda: a ^ b,
+        }
+        return Literal(ops[op](), expr.span)
+    if op in COMPARISONS:
+        result = {
+            "==": a == b,
+            "!=": a != b,
+            "<": a < b,
+            "<=": a <= b,
+            ">": a > b,
+            ">=": a >= b,
+        }[op]
+        return ir.Const(result, ir.ScalarT("bool"), expr.span)
+    return None
+
+
+def _trunc_div(a: int, b: int) -> int:
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q

@@ -1,0 +1,149 @@
+"""Lowering one kernel variant, and checking a whole module.
+
+``lower`` validates the variant's values against the ``@autotune`` space, binds
+the parameters and named extents, lowers the body, and repeats while some
+``var`` tile turns out to receive partial tiles (see ``Context``).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+
+from phobos.compile.check import scope as names
+from phobos.compile.check.consts import module_functions, module_scope
+from phobos.compile.check.context import Context
+from phobos.compile.check.scope import Binding, Scope
+from phobos.compile.check.stmt import StmtLowerer
+from phobos.compile.check.tune import TuneSpace, find_kernel, is_power_of_two, space_of
+from phobos.compile.check.types import Literal
+from phobos.compile.diagnostics import Diagnostic, PhobosError, error
+from phobos.compile.ir import nodes as ir
+from phobos.compile.syntax import ast
+
+# The CTA size (threads per block).  The code generator picks it unless the
+# variant's values fix it, either through the @autotune space or given alone.
+NUM_THREADS = "NUM_THREADS"
+MAX_THREADS = 1024
+
+
+def lower(module: ast.Module, kernel: str, values: Mapping[str, int]) -> ir.Kernel:
+    """Check ``kernel`` and specialise it to one variant of its ``@autotune`` space."""
+    root = module_scope(module)
+    node = find_kernel(module, kernel)
+    space = space_of(node, root, module)
+    chosen = _validate(node, space, values)
+    functions = module_functions(module)
+    forced: frozenset[str] = frozenset()
+    while True:
+        ctx = Context(root, functions, forced)
+        params, scope = _bind_params(node, root, chosen, StmtLowerer(ctx))
+        body = StmtLowerer(ctx).block(node.body, scope)
+        if ctx.wants_partial <= forced:
+            return ir.Kernel(node.name, params, tuple(chosen.items()), body, node.span)
+        forced = forced | frozenset(ctx.wants_partial)
+
+
+def check_module(module: ast.Module) -> None:
+    """Lower every kernel at its default variant; one error carrying every diagnostic."""
+    root = module_scope(module)
+    found: list[Diagnostic] = []
+    seen: dict[str, ast.Item] = {}
+    for item in module.items:
+        if item.name in seen:
+            found.append(
+                error(item.span, f"'{item.name}' is defined twice", help="rename one").diagnostics[
+                    0
+                ]
+            )
+        seen[item.name] = item
+    for node in module.kernels:
+        try:
+            lower(module, node.name, space_of(node, root, module).default())
+        except PhobosError as failure:
+            found += failure.diagnostics
+    if found:
+        raise PhobosError(*found)
+
+
+def _validate(node: ast.Kernel, space: TuneSpace, values: Mapping[str, int]) -> dict[str, int]:
+    chosen: dict[str, int] = {}
+    for name in space.names:
+        options = ", ".join(map(str, space.choices[name]))
+        if name not in values:
+            raise error(
+                node.span,
+                f"kernel '{node.name}' needs a value for '{name}'",
+                help=f"give {name}= one of {options}",
+            )
+        value = values[name]
+        if value not in space.choices[name]:
+            raise error(
+                node.span,
+                f"{name}={value} is not in the @autotune space of '{node.name}'",
+                help=f"{name} may be {options}",
+            )
+        chosen[name] = value
+    for name, value in values.items():
+        if name in chosen:
+            continue
+        if name == NUM_THREADS:
+            if not (is_power_of_two(value) and 32 <= value <= MAX_THREADS):
+                raise error(
+                    node.span,
+                    f"{NUM_THREADS}={value} is not a valid CTA size",
+                    help=f"give a power of two from 32 to {MAX_THREADS}",
+                )
+            chosen[name] = value
+            continue
+        close = difflib.get_close_matches(name, space.names, n=1)
+        raise error(
+            node.span,
+            f"'{name}' is not a compile-time name of kernel '{node.name}'",
+            help=f"did you mean '{close[0]}'?"
+            if close
+            else f"its compile-time names: {', '.join(space.names) or 'none'}",
+        )
+    return chosen
+
+
+def _bind_params(
+    node: ast.Kernel, root: Scope, chosen: dict[str, int], lowerer: StmtLowerer
+) -> tuple[tuple[ir.Param, ...], Scope]:
+    scope = root.child()
+    tune = {p.name: p for p in node.autotune}
+    for name, value in chosen.items():
+        span = tune[name].span if name in tune else node.span
+        scope.declare(name, Binding(names.TUNE, Literal(value, span), span))
+    params: list[ir.Param] = []
+    for param in node.params:
+        if isinstance(param.type, ast.ScalarType):
+            scalar = ir.ScalarParam(param.name, param.type.name, param.span)
+            scope.declare(param.name, Binding(names.SCALAR, scalar, param.span))
+            params.append(scalar)
+            continue
+        dims = tuple(_dim(d, scope, lowerer) for d in param.type.dims)
+        tensor = ir.TensorParam(param.name, param.type.dtype.name, dims, param.span)
+        scope.declare(param.name, Binding(names.TENSOR, tensor, param.span))
+        params.append(tensor)
+    for param in node.params:
+        if isinstance(param.type, ast.TensorType):
+            for dim in param.type.dims:
+                if isinstance(dim, ast.Name) and scope.find(dim.id) is None:
+                    scope.declare(dim.id, Binding(names.EXTENT, dim.id, dim.span))
+    return tuple(params), scope
+
+
+def _dim(dim: ast.Expr, scope: Scope, lowerer: StmtLowerer) -> str | int:
+    """A tensor dim: a named extent (bound at launch), or a compile-time extent."""
+    if isinstance(dim, ast.Name):
+        found = scope.find(dim.id)
+        if found is None or found.kind == names.EXTENT:
+            return dim.id
+        if found.kind not in (names.CONST, names.TUNE):
+            raise error(
+                dim.span,
+                f"the {found.kind} '{dim.id}' cannot name a tensor extent",
+                help="name the extent with a new name, such as `N`",
+            )
+    return lowerer.tile_extent(dim, scope)
