@@ -141,3 +141,7 @@ def _bytes(size: int) -> str:
 
 def _time(seconds: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(seconds)) if seconds else "-"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

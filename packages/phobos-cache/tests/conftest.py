@@ -1,0 +1,57 @@
+"""Shared fixtures: a fresh cache folder per test and kernel-like entries to put in it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from phobos.cache import Cache, cache_key
+from phobos.cache import cache as cache_module
+
+KernelMaker = Callable[..., tuple[str, dict, dict[str, bytes]]]
+
+
+@pytest.fixture(autouse=True)
+def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No test touches the real user cache or inherits another test's fallback state."""
+    monkeypatch.setenv("PHOBOS_CACHE_DIR", str(tmp_path / "default-root"))
+    monkeypatch.delenv("PHOBOS_CACHE_MAX_BYTES", raising=False)
+    monkeypatch.setattr(cache_module, "_warned_unwritable", False)
+    monkeypatch.setattr(cache_module, "_memory_stores", {})
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    return tmp_path / "cache"
+
+
+@pytest.fixture
+def cache(root: Path) -> Cache:
+    return Cache(root)
+
+
+@pytest.fixture
+def kernel() -> KernelMaker:
+    """Make the key, key record and files of a compiled kernel named ``name``."""
+
+    def make(name: str = "saxpy", arch: str = "sm_90", size: int = 256, tag: str = ""):
+        record = {
+            "program": f"kernel {name}(x: tensor<f32>[N]) {{ }}",
+            "kernel": name,
+            "values": {"BLOCK": 1024},
+            "specialisation": {"x": {"align": 16, "unit_stride": True}},
+            "compiler": "phobos-compile 0.1.0",
+            "toolchain": {"nvrtc": "13.5"},
+            "arch": arch,
+            "options": [],
+        }
+        files = {
+            "kernel.ptx": f"// ptx for {name} {tag}\n".encode() + b"." * size,
+            "kernel.cubin": bytes(range(256)) * (size // 256 + 1),
+            "contract.json": f'{{"kernel": "{name}"}}'.encode(),
+        }
+        return cache_key(record), record, files
+
+    return make
