@@ -33,7 +33,9 @@ class SpanMap:
     ``entries`` pairs a span in the Phobos text with the span of the construct in
     the user's file (the Python source, say).  The printer records one entry per
     printed node; ``lookup`` maps a span found while compiling the text back to the
-    innermost recorded construct that contains its start.
+    innermost recorded construct that encloses it (so ``a + b`` and its operand
+    ``a``, which start together, map to different constructs), else the innermost
+    one that contains its start.
     """
 
     entries: tuple[tuple[Span, Span], ...] = ()
@@ -41,11 +43,21 @@ class SpanMap:
     def lookup(self, span: Span) -> Span:
         best: tuple[Span, Span] | None = None
         for text_span, source_span in self.entries:
-            if _contains(text_span, span.line, span.col) and (
-                best is None or _contains(best[0], text_span.line, text_span.col)
-            ):
+            if _encloses(text_span, span) and (best is None or _encloses(best[0], text_span)):
                 best = (text_span, source_span)
+        if best is None:
+            for text_span, source_span in self.entries:
+                if _contains(text_span, span.line, span.col) and (
+                    best is None or _contains(best[0], text_span.line, text_span.col)
+                ):
+                    best = (text_span, source_span)
         return best[1] if best else span
+
+
+def _encloses(outer: Span, inner: Span) -> bool:
+    starts_inside = _contains(outer, inner.line, inner.col)
+    ends_inside = (inner.end_line, inner.end_col) <= (outer.end_line, outer.end_col)
+    return starts_inside and ends_inside
 
 
 def _contains(outer: Span, line: int, col: int) -> bool:
