@@ -11,6 +11,7 @@ import ast
 from dataclasses import dataclass
 
 from phobos.compile.syntax import ast as ph
+from phobos.compile.syntax.lexer import KEYWORDS, RESERVED_NAMES
 from phobos.frontend.aliases import LangAliases
 from phobos.frontend.rejections import rejected
 from phobos.frontend.source import SourceFile
@@ -70,7 +71,7 @@ class ExpressionTranslator:
                 raise self.source.reject(
                     node, f"`{node.id}` (phobos.lang) is not a value", help="use one of its names"
                 )
-            return ph.Name(node.id, span=span)
+            return ph.Name(self.identifier(node, node.id), span=span)
         if isinstance(node, ast.Attribute):
             return self.attribute(node)
         if isinstance(node, ast.BinOp):
@@ -99,6 +100,16 @@ class ExpressionTranslator:
                 help="write t[a:+L] for L elements from a",
             )
         raise rejected(self.source, node)
+
+    def identifier(self, node: ast.AST, name: str) -> str:
+        """``name`` as a Phobos name; Phobos's own words cannot name a value."""
+        if name in KEYWORDS or name in RESERVED_NAMES:
+            raise self.source.reject(
+                node,
+                f"`{name}` is a Phobos keyword and cannot name a value",
+                help=f"rename it (say `{name}_`)",
+            )
+        return name
 
     def constant(self, node: ast.Constant) -> ph.Expr:
         span = self.source.span(node)

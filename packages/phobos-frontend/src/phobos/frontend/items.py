@@ -154,7 +154,11 @@ class ModuleTranslator:
             if keyword.arg is None:
                 raise self.source.reject(keyword, "**kwargs has no Phobos meaning")
             params.append(
-                ph.TuneParam(keyword.arg, self.space(keyword.value), span=self.source.span(keyword))
+                ph.TuneParam(
+                    self.exprs.identifier(keyword, keyword.arg),
+                    self.space(keyword.value),
+                    span=self.source.span(keyword),
+                )
             )
         return tuple(params)
 
@@ -190,7 +194,12 @@ class ModuleTranslator:
         params, header = self.header(node, leading)
         doc, body = self.body(node, next_start)
         return ph.Kernel(
-            node.name, params, body, tune, leading=header + doc, span=self.source.span(node)
+            self.def_name(node),
+            params,
+            body,
+            tune,
+            leading=header + doc,
+            span=self.source.span(node),
         )
 
     def function(
@@ -202,8 +211,16 @@ class ModuleTranslator:
         params, header = self.header(node, leading)
         doc, body = self.body(node, next_start)
         return ph.Function(
-            node.name, params, result, body, leading=header + doc, span=self.source.span(node)
+            self.def_name(node),
+            params,
+            result,
+            body,
+            leading=header + doc,
+            span=self.source.span(node),
         )
+
+    def def_name(self, node: ast.FunctionDef) -> str:
+        return self.exprs.identifier(node, node.name)
 
     def header(
         self, node: ast.FunctionDef, leading: tuple[str, ...]
@@ -249,7 +266,11 @@ class ModuleTranslator:
         if next_start[0] != arg.end_lineno:
             trailing = self.comments.trailing(arg.end_lineno)
         return ph.Param(
-            arg.arg, param_type, leading=leading, trailing=trailing, span=self.source.span(arg)
+            self.exprs.identifier(arg, arg.arg),
+            param_type,
+            leading=leading,
+            trailing=trailing,
+            span=self.source.span(arg),
         )
 
     def body(self, node: ast.FunctionDef, next_start: Position) -> tuple[tuple[str, ...], ph.Block]:
@@ -281,7 +302,11 @@ class ModuleTranslator:
             None if next_start[0] == node.end_lineno else self.comments.trailing(node.end_lineno)
         )
         return ph.Const(
-            node.target.id, value, leading=leading, trailing=trailing, span=self.source.span(node)
+            self.exprs.identifier(node.target, node.target.id),
+            value,
+            leading=leading,
+            trailing=trailing,
+            span=self.source.span(node),
         )
 
 

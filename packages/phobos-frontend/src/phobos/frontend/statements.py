@@ -136,7 +136,8 @@ class StatementTranslator:
                 node, f"ph.{kind} needs a value", help=f"write x: ph.{kind} = e"
             )
         make = ph.Let if kind == "let" else ph.Var
-        return make(node.target.id, self.exprs.expr(node.value))
+        name = self.exprs.identifier(node.target, node.target.id)
+        return make(name, self.exprs.expr(node.value))
 
     def target(self, node: ast.expr) -> ph.Expr:
         if isinstance(node, ast.Name | ast.Subscript):
@@ -204,7 +205,8 @@ class StatementTranslator:
             raise self.source.reject(
                 it, "range takes one to three positional arguments", help="write range(a, b, step)"
             )
+        var = self.exprs.identifier(node.target, node.target.id)
         args = [self.exprs.expr(arg) for arg in it.args]
         if len(args) == 1:
-            return node.target.id, ph.IntLit(0, span=self.source.span(it)), args[0], None
-        return node.target.id, args[0], args[1], args[2] if len(args) == 3 else None
+            return var, ph.IntLit(0, span=self.source.span(it)), args[0], None
+        return var, args[0], args[1], args[2] if len(args) == 3 else None
