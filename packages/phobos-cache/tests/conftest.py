@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from phobos.cache import Cache, cache_key
+from phobos.cache import CONTRACT_FILE, CUBIN_FILE, PTX_FILE, Cache, cache_key, kernel_record
 from phobos.cache import cache as cache_module
 
 KernelMaker = Callable[..., tuple[str, dict, dict[str, bytes]]]
@@ -36,21 +36,20 @@ def cache(root: Path) -> Cache:
 def kernel() -> KernelMaker:
     """Make the key, key record and files of a compiled kernel named ``name``."""
 
-    def make(name: str = "saxpy", arch: str = "sm_90", size: int = 256, tag: str = ""):
-        record = {
-            "program": f"kernel {name}(x: tensor<f32>[N]) {{ }}",
-            "kernel": name,
-            "values": {"BLOCK": 1024},
-            "specialisation": {"x": {"align": 16, "unit_stride": True}},
-            "compiler": "phobos-compile 0.1.0",
-            "toolchain": {"nvrtc": "13.5"},
-            "arch": arch,
-            "options": [],
-        }
+    def make(name: str = "saxpy", arch: str = "sm_90", size: int = 256):
+        record = kernel_record(
+            program=f"kernel {name}(x: tensor<f32>[N]) {{ }}",
+            kernel=name,
+            arch=arch,
+            compiler="phobos-compile 0.1.0",
+            values={"BLOCK": 1024},
+            specialisation={"x": {"align": 16, "unit_stride": True}},
+            toolchain={"nvrtc": "13.5"},
+        )
         files = {
-            "kernel.ptx": f"// ptx for {name} {tag}\n".encode() + b"." * size,
-            "kernel.cubin": bytes(range(256)) * (size // 256 + 1),
-            "contract.json": f'{{"kernel": "{name}"}}'.encode(),
+            PTX_FILE: f"// ptx for {name}\n".encode() + b"." * size,
+            CUBIN_FILE: bytes(range(256)) * (size // 256 + 1),
+            CONTRACT_FILE: f'{{"kernel": "{name}"}}'.encode(),
         }
         return cache_key(record), record, files
 

@@ -6,7 +6,7 @@ import hashlib
 
 import pytest
 
-from phobos.cache import cache_key, canonical_json
+from phobos.cache import cache_key, canonical_json, kernel_record
 
 
 def test_canonical_json_exact_bytes() -> None:
@@ -46,3 +46,20 @@ def test_keys_sort_by_code_point() -> None:
 def test_records_whose_spelling_is_not_pinned_are_refused(record: object, complaint: str) -> None:
     with pytest.raises(TypeError, match=complaint):
         cache_key(record)  # type: ignore[arg-type]
+
+
+def test_the_worked_example_in_docs_cache_md() -> None:
+    record = kernel_record(
+        program="kernel add(x: tensor<f32>[N]) {}",
+        kernel="add",
+        arch="sm_90",
+        compiler="phobos-compile 0.1.0",
+        values={"BLOCK": 256},
+        toolchain={"nvrtc": "13.5"},
+    )
+    assert canonical_json(record) == (
+        b'{"arch":"sm_90","compiler":"phobos-compile 0.1.0","kernel":"add","options":[],'
+        b'"program":"kernel add(x: tensor<f32>[N]) {}","specialisation":{},'
+        b'"toolchain":{"nvrtc":"13.5"},"values":{"BLOCK":256}}'
+    )
+    assert cache_key(record) == "aabc44c7c353ca49816b72cdc6ad85574738e855ef30ed432ff8d7b6e40270c2"

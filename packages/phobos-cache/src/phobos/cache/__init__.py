@@ -7,13 +7,17 @@ versioned and documented in docs/cache.md.
 from phobos.cache.cache import RECORD_FILE, Cache, Pruned, record_key
 from phobos.cache.disk import STALE_TEMP_SECONDS
 from phobos.cache.entry import Entry, EntryInfo, Problem
+from phobos.cache.kernel import CONTRACT_FILE, CUBIN_FILE, PTX_FILE, kernel_record
 from phobos.cache.key import cache_key, canonical_json
 from phobos.cache.location import default_max_bytes, default_root
 from phobos.cache.manifest import LAYOUT_VERSION
 from phobos.cache.warn import CacheWarning
 
 __all__ = [
+    "CONTRACT_FILE",
+    "CUBIN_FILE",
     "LAYOUT_VERSION",
+    "PTX_FILE",
     "RECORD_FILE",
     "STALE_TEMP_SECONDS",
     "Cache",
@@ -26,5 +30,6 @@ __all__ = [
     "canonical_json",
     "default_max_bytes",
     "default_root",
+    "kernel_record",
     "record_key",
 ]

@@ -255,6 +255,6 @@ def _memory_store(root: Path, reason: OSError) -> MemoryStore:
                 f"process only, so kernels will compile again next time. Set {ROOT_ENV} to a "
                 "writable folder.",
                 CacheWarning,
-                stacklevel=4,
+                stacklevel=3,
             )
         return _memory_stores.setdefault(str(root.absolute()), MemoryStore(root))
