@@ -1,0 +1,71 @@
+"""The state of emitting one kernel: the code being written, fresh names, layouts, facts.
+
+Emission is a single pass over the IR.  Statements and expressions append C++
+lines to ``lines`` at the current indentation; every temporary gets a fresh
+name; ``layout`` gives the (one) layout of each tile shape; ``scratch_bytes``
+grows to the largest shared-memory staging buffer any conversion or reduction
+needs, and becomes the kernel's static shared memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from phobos.compile.codegen.facts import Facts
+from phobos.compile.codegen.layout import Layout, lanes_per_group
+from phobos.compile.codegen.signature import TensorAccess
+
+SCRATCH = "phobos_scratch"
+
+
+class EmitContext:
+    def __init__(
+        self,
+        threads: int,
+        kernel_vec: int,
+        index_width: int,
+        access: dict[str, TensorAccess],
+    ) -> None:
+        self.threads = threads
+        self.kernel_vec = kernel_vec
+        self.index_width = index_width
+        self.access = access
+        self.facts = Facts()
+        self.lines: list[str] = []
+        self.scratch_bytes = 0
+        self._indent = 1
+        self._counter = 0
+
+    def layout(self, shape: tuple[int, ...]) -> Layout:
+        return Layout(shape, lanes_per_group(shape, self.kernel_vec), self.threads)
+
+    def fresh(self, prefix: str = "t") -> str:
+        self._counter += 1
+        return f"{prefix}{self._counter}"
+
+    def indented(self, text: str) -> str:
+        return "    " * self._indent + text
+
+    def line(self, text: str) -> None:
+        self.lines.append(self.indented(text))
+
+    def directive(self, text: str) -> None:
+        """A preprocessor line (``#line``, ``#pragma``), unindented for readability."""
+        self.lines.append(text)
+
+    @contextmanager
+    def block(self, header: str) -> Iterator[None]:
+        """``header {`` ... ``}`` with the body indented."""
+        self.line(header + " {")
+        self._indent += 1
+        try:
+            yield
+        finally:
+            self._indent -= 1
+            self.line("}")
+
+    def need_scratch(self, nbytes: int) -> str:
+        """Reserve ``nbytes`` of the shared staging buffer and return its name."""
+        self.scratch_bytes = max(self.scratch_bytes, nbytes)
+        return SCRATCH

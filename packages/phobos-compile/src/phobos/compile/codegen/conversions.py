@@ -1,0 +1,118 @@
+"""Layout conversions: moving lanes between threads for broadcasts, new axes and transposes.
+
+When an operation needs lanes another thread holds (``Broadcast`` of a row to
+every row, ``Transpose``), the tile goes through the shared staging buffer:
+every thread writes its lanes at their row-major position, the block
+synchronises, and every thread reads the lanes of the result layout from the
+positions they come from.  A leading barrier keeps a previous use of the buffer
+from being overwritten while other threads still read it.  Where both layouts
+assign every element to the same thread and slot (a new axis of extent 1 that
+keeps the groups), the conversion is a renaming and costs nothing.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from phobos.compile.codegen.context import EmitContext
+from phobos.compile.codegen.dtypes import byte_size, ctype
+from phobos.compile.codegen.lanes import all_lanes, declare_tile
+from phobos.compile.codegen.layout import Layout
+from phobos.compile.codegen.values import TileValue
+
+
+def materialize(ctx: EmitContext, value: TileValue) -> TileValue:
+    """Evaluate a lane expression into a register array (no-op if it already is one)."""
+    if _is_array(value):
+        return value
+    name = ctx.fresh()
+    declare_tile(ctx, ctype(value.dtype), name, value.layout, value.mask is not None)
+    body = [f"{name}[r][i] = {value.lane};"]
+    if value.mask is not None:
+        body.append(f"{name}_m[r][i] = {value.mask};")
+    all_lanes(ctx, value.layout, body)
+    mask = f"{name}_m[r][i]" if value.mask is not None else None
+    return TileValue(value.dtype, value.layout, f"{name}[r][i]", mask)
+
+
+def _is_array(value: TileValue) -> bool:
+    return value.lane.endswith("[r][i]") and value.lane[:-6].isidentifier()
+
+
+def _same_slots(a: Layout, b: Layout) -> bool:
+    """Both layouts put each row-major element in the same thread, repeat and lane."""
+    return a.numel == b.numel and a.vec == b.vec and a.threads == b.threads
+
+
+def _row_major_strides(shape: tuple[int, ...]) -> list[int]:
+    return [math.prod(shape[k + 1 :]) for k in range(len(shape))]
+
+
+def expand_dims(ctx: EmitContext, value: TileValue, layout: Layout, axis: int) -> TileValue:
+    source = value.layout.shape
+    strides = _row_major_strides(source)
+    coords = [f"c{k}" for k in range(len(layout.shape)) if k != axis]
+    return _convert(ctx, value, layout, lambda: _flat(coords, strides, source))
+
+
+def broadcast(ctx: EmitContext, value: TileValue, layout: Layout) -> TileValue:
+    source = value.layout.shape
+    if source == layout.shape:
+        return value
+    strides = _row_major_strides(source)
+    coords = [f"c{k}" for k in range(len(layout.shape))]
+    return _convert(ctx, value, layout, lambda: _flat(coords, strides, source))
+
+
+def transpose(ctx: EmitContext, value: TileValue, layout: Layout) -> TileValue:
+    source = value.layout.shape
+    strides = _row_major_strides(source)
+    coords = [f"c{k}" for k in reversed(range(len(layout.shape)))]
+    return _convert(ctx, value, layout, lambda: _flat(coords, strides, source))
+
+
+def _flat(coords: list[str], strides: list[int], shape: tuple[int, ...]) -> str:
+    """Row-major position in ``shape``; axes of extent 1 are broadcast (coordinate ignored)."""
+    terms = [
+        coord if stride == 1 else f"{coord} * {stride}"
+        for coord, stride, extent in zip(coords, strides, shape)
+        if extent != 1
+    ]
+    return " + ".join(terms) or "0"
+
+
+def _convert(
+    ctx: EmitContext, value: TileValue, layout: Layout, source_position: Callable[[], str]
+) -> TileValue:
+    """The tile in ``layout``; result lane at coordinates c0.. reads ``source_position()``."""
+    if _same_slots(value.layout, layout) and _is_rename(value.layout, layout):
+        return materialize(ctx, value)
+    c = ctype(value.dtype)
+    size = byte_size(value.dtype, ctx.index_width)
+    numel = value.layout.numel
+    data_bytes = -(-numel * size // 16) * 16
+    scratch = ctx.need_scratch(data_bytes + (numel if value.mask is not None else 0))
+    staged = ctx.fresh("staged")
+    ctx.line("__syncthreads();")
+    ctx.line(f"{c}* {staged} = reinterpret_cast<{c}*>({scratch});")
+    write = [f"{staged}[{value.layout.flat()}] = {value.lane};"]
+    if value.mask is not None:
+        ctx.line(f"bool* {staged}_m = reinterpret_cast<bool*>({scratch} + {data_bytes});")
+        write.append(f"{staged}_m[{value.layout.flat()}] = {value.mask};")
+    all_lanes(ctx, value.layout, write, skip_padding=True)
+    ctx.line("__syncthreads();")
+    name = ctx.fresh()
+    declare_tile(ctx, c, name, layout, value.mask is not None)
+    position = source_position()
+    read = [f"{name}[r][i] = {staged}[{position}];"]
+    if value.mask is not None:
+        read.append(f"{name}_m[r][i] = {staged}_m[{position}];")
+    all_lanes(ctx, layout, read, skip_padding=True)
+    mask = f"{name}_m[r][i]" if value.mask is not None else None
+    return TileValue(value.dtype, layout, f"{name}[r][i]", mask)
+
+
+def _is_rename(source: Layout, target: Layout) -> bool:
+    """Inserting or removing extent-1 axes keeps row-major order; with equal slots it is free."""
+    return [d for d in source.shape if d != 1] == [d for d in target.shape if d != 1]

@@ -1,0 +1,64 @@
+"""Loops over a thread's lanes: fully unrolled, so register arrays see only constant indices.
+
+``group_loop`` walks the thread's groups (``r``; ``g = r * threads + tid``),
+``lane_loop`` the lanes of one group (``i``).  Both carry ``#pragma unroll``
+and have compile-time trip counts, so after unrolling every ``v[r][i]`` is a
+register: nothing is spilled to local memory.  ``lane_loop`` declares only the
+coordinates ``c0, c1, ...`` its body mentions.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from phobos.compile.codegen.context import EmitContext
+from phobos.compile.codegen.layout import Layout
+
+_COORD = re.compile(r"\bc(\d+)\b")
+
+
+@contextmanager
+def group_loop(ctx: EmitContext, layout: Layout, skip_padding: bool = False) -> Iterator[None]:
+    """``for r``: the body runs once per group; ``skip_padding`` skips groups past the tile."""
+    ctx.directive("#pragma unroll")
+    with ctx.block(f"for (int r = 0; r < {layout.repeats}; ++r)"):
+        ctx.line(f"const int g = r * {layout.threads} + tid;")
+        if skip_padding and layout.guarded:
+            with ctx.block(f"if (g < {layout.groups})"):
+                yield
+        else:
+            yield
+
+
+@contextmanager
+def lane_loop(ctx: EmitContext, layout: Layout) -> Iterator[None]:
+    """``for i`` inside a ``group_loop``: the body runs once per lane of the group."""
+    ctx.directive("#pragma unroll")
+    with ctx.block(f"for (int i = 0; i < {layout.vec}; ++i)"):
+        start = len(ctx.lines)
+        yield
+        declare_coords(ctx, layout, start, "i")
+
+
+def declare_coords(ctx: EmitContext, layout: Layout, start: int, lane: str) -> None:
+    """Insert, at line ``start``, the coordinates that the lines after it mention."""
+    used = {int(m) for text in ctx.lines[start:] for m in _COORD.findall(text)}
+    coords = layout.coords(lane)
+    ctx.lines[start:start] = [ctx.indented(f"const int c{k} = {coords[k]};") for k in sorted(used)]
+
+
+def all_lanes(
+    ctx: EmitContext, layout: Layout, body: list[str], skip_padding: bool = False
+) -> None:
+    """Run ``body`` (C statements) for every lane of the thread."""
+    with group_loop(ctx, layout, skip_padding), lane_loop(ctx, layout):
+        for text in body:
+            ctx.line(text)
+
+
+def declare_tile(ctx: EmitContext, ctype: str, name: str, layout: Layout, masked: bool) -> None:
+    ctx.line(f"{ctype} {name}[{layout.repeats}][{layout.vec}];")
+    if masked:
+        ctx.line(f"bool {name}_m[{layout.repeats}][{layout.vec}];")

@@ -1,0 +1,114 @@
+"""Layouts: which thread of the CTA holds which lanes of a tile.
+
+A ``Layout`` distributes a tile of ``shape`` over ``threads`` threads.  The tile
+is cut, in row-major order, into *groups* of ``vec`` contiguous elements along
+its last axis (``vec`` divides the last extent, so a group never straddles a
+row).  Group ``g`` belongs to thread ``g % threads``, as its repeat
+``g // threads``: a thread holds ``repeats`` groups, ``threads * vec`` elements
+apart, so consecutive threads touch consecutive memory (coalesced across the
+warp) and one thread has ``repeats`` independent vector accesses in flight.
+When the tile has fewer groups than ``threads * repeats``, the last repeat of
+some threads is padding: it holds no element and every memory access and
+reduction skips it (``guarded``).
+
+In generated code a thread's lanes are the register array ``T v[repeats][vec]``
+walked by two fully unrolled loops, ``r`` over repeats and ``i`` over the
+group; ``g = r * threads + tid``.  ``coords`` gives each lane's tile
+coordinates as C expressions of ``g`` and ``i``, with constant divisors.
+
+The layout is a value so that other distributions (rows of a reduction spread
+over warp lanes, ``mma.sync`` fragments for ``dot``) can be added as new
+layouts with conversions between them; today every tile of a kernel uses this
+one family, and ``conversions.py`` moves lanes between two of its members
+through shared memory.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+WARP = 32
+MAX_THREADS = 1024
+VECTOR_BYTES = 16
+GROUPS_PER_THREAD = 4  # repeats a CTA size is chosen to give: 4 x 16 B in flight per tensor
+MAX_CHOSEN_THREADS = 512
+
+
+@dataclass(frozen=True)
+class Layout:
+    shape: tuple[int, ...]
+    vec: int
+    threads: int
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def groups(self) -> int:
+        return self.numel // self.vec
+
+    @property
+    def repeats(self) -> int:
+        return -(-self.groups // self.threads)
+
+    @property
+    def guarded(self) -> bool:
+        """Some (thread, repeat) slots hold no group: test ``g < groups``."""
+        return self.groups % self.threads != 0
+
+    @property
+    def groups_per_row(self) -> int:
+        return self.shape[-1] // self.vec
+
+    def coords(self, lane: str = "i") -> tuple[str, ...]:
+        """Each axis's coordinate of lane ``lane`` of group ``g``, as C ``int`` expressions."""
+        if len(self.shape) == 1:
+            return (self.flat(lane),)
+        per_row = self.groups_per_row
+        last = f"(g % {per_row}) * {self.vec} + {lane}" if per_row > 1 else lane
+        if self.vec == 1:
+            last = f"(g % {per_row})" if per_row > 1 else "0"
+        out = [last]
+        divisor = per_row
+        for axis in range(len(self.shape) - 2, -1, -1):
+            quotient = f"g / {divisor}" if divisor > 1 else "g"
+            extent = self.shape[axis]
+            if extent == 1:
+                out.append("0")
+            elif axis == 0:
+                out.append(f"({quotient})")
+            else:
+                out.append(f"({quotient}) % {extent}")
+            divisor *= extent
+        return tuple(reversed(out))
+
+    def flat(self, lane: str = "i") -> str:
+        """The lane's row-major element index within the tile."""
+        return f"g * {self.vec} + {lane}" if self.vec > 1 else "g"
+
+
+def lanes_per_group(tile_shape: tuple[int, ...], kernel_vec: int) -> int:
+    """The largest power of two dividing both the kernel's vector width and the last extent."""
+    last = tile_shape[-1] if tile_shape else 1
+    vec = kernel_vec
+    while last % vec:
+        vec //= 2
+    return vec
+
+
+def kernel_vector_lanes(memory_dtype_bytes: list[int]) -> int:
+    """Lanes per group: one 16-byte vector of the narrowest element the kernel moves."""
+    narrowest = min(memory_dtype_bytes, default=4)
+    return max(VECTOR_BYTES // narrowest, 1)
+
+
+def choose_threads(groups: list[int]) -> int:
+    """A CTA size giving the largest tile about ``GROUPS_PER_THREAD`` groups per thread."""
+    most = max(groups, default=1)
+    want = -(-most // GROUPS_PER_THREAD)
+    threads = WARP
+    while threads < want and threads < MAX_CHOSEN_THREADS:
+        threads *= 2
+    return threads

@@ -1,0 +1,208 @@
+"""Global memory: loads and stores of tensor windows, one group of lanes at a time.
+
+A window ``t[a :+ L, b :+ M]`` maps the tile's axes to the tensor's window
+axes, in order; point indices (``t[i, b :+ M]``) fix an axis.  The tensor axis
+of the last window is the *lane axis*: the ``vec`` lanes of a group step along
+it.  Per group the code computes every axis's index once, the group's pointer,
+whether the non-lane axes are in bounds (``inside``), and hands the group to
+the runtime (``phobos::load_group`` ...), which takes the vector path when the
+whole group is in bounds and aligned and the lane-by-lane masked path
+otherwise.
+
+Vector width: when the lane axis is the tensor's last axis and the
+specialisation says it has unit stride, a group moves in words of
+``min(16, vec * size, align)`` bytes.  The run-time alignment test is dropped
+when the window start is provably a multiple of the word (``facts.py``);
+``saxpy``'s hot path is then two 16-byte loads, one 16-byte store and a bounds
+compare per group.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from phobos.compile.codegen.context import EmitContext
+from phobos.compile.codegen.dtypes import INDEX_CTYPE, byte_size, ctype
+from phobos.compile.codegen.lanes import declare_coords, declare_tile, group_loop, lane_loop
+from phobos.compile.codegen.layout import Layout
+from phobos.compile.codegen.signature import TensorAccess
+from phobos.compile.codegen.values import TileValue
+
+
+@dataclass(frozen=True)
+class AxisIndex:
+    """One tensor axis of an access: a point (``length`` None) or a window start."""
+
+    start: str  # a C expression of the index type, hoisted into a constant
+    length: int | None
+    start_multiple: int = 1  # the start is provably a multiple of this
+
+
+def _unsigned(index_width: int) -> str:
+    return f"phobos::u{index_width}"
+
+
+def _in_bounds(ctx: EmitContext, index: str, extent: str) -> str:
+    u = _unsigned(ctx.index_width)
+    return f"{u}({index}) < {u}({extent})"
+
+
+def _lane_axis(indices: list[AxisIndex]) -> int:
+    return max(axis for axis, index in enumerate(indices) if index.length is not None)
+
+
+def _group_indices(indices: list[AxisIndex], layout: Layout) -> list[str]:
+    """Each tensor axis's index for the group's first lane (coordinates ``c0``...)."""
+    out: list[str] = []
+    tile_axis = 0
+    for index in indices:
+        if index.length is None:
+            out.append(index.start)
+        else:
+            coord = f"c{tile_axis}"
+            out.append(f"{index.start} + {INDEX_CTYPE}({coord})")
+            tile_axis += 1
+    return out
+
+
+def _offset(access: TensorAccess, indices: list[str]) -> str:
+    terms = []
+    for axis, index in enumerate(indices):
+        stride = access.stride(axis)
+        terms.append(f"({index})" if stride == "1" else f"({index}) * {stride}")
+    return " + ".join(terms)
+
+
+def _vector_bytes(ctx: EmitContext, access: TensorAccess, lane_axis: int, vec: int) -> int:
+    """The vector word (bytes) a group may move in; 0 for lane-by-lane access."""
+    if not access.unit_stride or lane_axis != access.tensor.rank - 1:
+        return 0
+    size = byte_size(access.tensor.dtype, ctx.index_width)
+    word = min(16, vec * size, access.align)
+    return word if word > size else 0
+
+
+def _needs_alignment_test(
+    ctx: EmitContext, access: TensorAccess, indices: list[AxisIndex], layout: Layout, word: int
+) -> bool:
+    if word == 0:
+        return False
+    if len(indices) > 1:  # a run-time row stride can move any row off the word
+        return True
+    size = byte_size(access.tensor.dtype, ctx.index_width)
+    return (math.gcd(indices[0].start_multiple, layout.vec) * size) % word != 0
+
+
+def _inside(
+    ctx: EmitContext,
+    access: TensorAccess,
+    indices: list[str],
+    lane_axis: int,
+    layout: Layout,
+    check_bounds: bool,
+) -> str:
+    terms = []
+    if check_bounds:
+        terms = [
+            _in_bounds(ctx, index, access.extent(axis))
+            for axis, index in enumerate(indices)
+            if axis != lane_axis
+        ]
+    if layout.guarded:
+        terms.append(f"g < {layout.groups}")
+    return " && ".join(terms) or "true"
+
+
+def load_tile(
+    ctx: EmitContext,
+    access: TensorAccess,
+    indices: list[AxisIndex],
+    layout: Layout,
+    dtype: str,
+    partial: bool,
+) -> TileValue:
+    """Materialise a window of the tensor into registers; lanes outside it are absent."""
+    name = ctx.fresh()
+    declare_tile(ctx, ctype(dtype), name, layout, partial)
+    lane_axis = _lane_axis(indices)
+    word = _vector_bytes(ctx, access, lane_axis, layout.vec)
+    test_alignment = (
+        "true" if _needs_alignment_test(ctx, access, indices, layout, word) else "false"
+    )
+    with group_loop(ctx, layout):
+        start = len(ctx.lines)
+        group = _group_indices(indices, layout)
+        inside = _inside(ctx, access, group, lane_axis, layout, partial)
+        pointer = f"{access.pointer} + ({_offset(access, group)})"
+        stride = access.stride(lane_axis)
+        if partial:
+            extent = access.extent(lane_axis)
+            args = f"{group[lane_axis]}, {extent}, {inside}, {name}[r], {name}_m[r]"
+            if stride == "1":
+                ctx.line(f"phobos::load_group<{word}, {test_alignment}>({pointer}, {args});")
+            else:
+                ctx.line(f"phobos::load_group_strided({pointer}, {stride}, {args});")
+        else:
+            if stride == "1":
+                call = (
+                    f"phobos::load_group_unchecked<{word}, {test_alignment}>({pointer}, {name}[r])"
+                )
+            else:
+                call = f"phobos::load_group_strided_unchecked({pointer}, {stride}, {name}[r])"
+            ctx.line(call + ";" if inside == "true" else f"if ({inside}) {call};")
+        declare_coords(ctx, layout, start, "0")
+    mask = f"{name}_m[r][i]" if partial else None
+    return TileValue(dtype, layout, f"{name}[r][i]", mask)
+
+
+def store_tile(
+    ctx: EmitContext, access: TensorAccess, indices: list[AxisIndex], value: TileValue
+) -> None:
+    """Write the present lanes of ``value`` that fall inside the tensor."""
+    layout = value.layout
+    lane_axis = _lane_axis(indices)
+    word = _vector_bytes(ctx, access, lane_axis, layout.vec)
+    test_alignment = (
+        "true" if _needs_alignment_test(ctx, access, indices, layout, word) else "false"
+    )
+    c = ctype(value.dtype)
+    with group_loop(ctx, layout):
+        ctx.line(f"{c} lanes[{layout.vec}];")
+        ctx.line(f"bool present[{layout.vec}];")
+        with lane_loop(ctx, layout):
+            ctx.line(f"lanes[i] = {value.lane};")
+            ctx.line(f"present[i] = {value.mask or 'true'};")
+        start = len(ctx.lines)
+        group = _group_indices(indices, layout)
+        inside = _inside(ctx, access, group, lane_axis, layout, True)
+        pointer = f"{access.pointer} + ({_offset(access, group)})"
+        stride = access.stride(lane_axis)
+        args = f"{group[lane_axis]}, {access.extent(lane_axis)}, {inside}, lanes, present"
+        if stride == "1":
+            ctx.line(f"phobos::store_group<{word}, {test_alignment}>({pointer}, {args});")
+        else:
+            ctx.line(f"phobos::store_group_strided({pointer}, {stride}, {args});")
+        declare_coords(ctx, layout, start, "0")
+
+
+def _point_access(ctx: EmitContext, access: TensorAccess, indices: list[str]) -> tuple[str, str]:
+    inside = " && ".join(
+        _in_bounds(ctx, index, access.extent(axis)) for axis, index in enumerate(indices)
+    )
+    return inside or "true", f"{access.pointer}[{_offset(access, indices) or '0'}]"
+
+
+def load_scalar(ctx: EmitContext, access: TensorAccess, indices: list[str], dtype: str) -> str:
+    """One element, read by every thread; an index outside the tensor reads as zero."""
+    inside, element = _point_access(ctx, access, indices)
+    name = ctx.fresh("s")
+    ctx.line(f"const {ctype(dtype)} {name} = ({inside}) ? {element} : {ctype(dtype)}();")
+    return name
+
+
+def store_scalar(ctx: EmitContext, access: TensorAccess, indices: list[str], value: str) -> None:
+    """One element, written once per block (by thread 0); skipped outside the tensor."""
+    inside, element = _point_access(ctx, access, indices)
+    with ctx.block(f"if (tid == 0 && {inside})"):
+        ctx.line(f"{element} = {value};")

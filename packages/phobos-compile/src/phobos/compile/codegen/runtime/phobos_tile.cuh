@@ -1,0 +1,255 @@
+// phobos_tile.cuh: the small device runtime that Phobos-generated CUDA C++ calls.
+//
+// The code generator decides which thread holds which lanes of a tile (see
+// phobos/compile/codegen/layout.py).  A thread's lanes come in *groups* of VEC
+// contiguous elements along the tile's last axis; the generated code walks the
+// groups with fully unrolled loops and calls the helpers here to move one group
+// between registers and global memory:
+//
+//   * a fully in-bounds, aligned group moves with 16-byte (or narrower) vector
+//     accesses: the fast path, taken by every group but the boundary ones;
+//   * any other group moves lane by lane, each lane guarded by its bounds check,
+//     and absent lanes are never touched in memory.
+//
+// Everything here is header-only and forced inline; NVRTC compiles it with the
+// generated kernel.  Types are spelled by Phobos dtype (phobos::f32, ...), so the
+// header needs nothing but cuda_fp16.h and cuda_bf16.h.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#define PHOBOS_INLINE __device__ __forceinline__
+
+namespace phobos {
+
+typedef signed char i8;
+typedef short i16;
+typedef int i32;
+typedef long long i64;
+typedef unsigned char u8;
+typedef unsigned short u16;
+typedef unsigned int u32;
+typedef unsigned long long u64;
+typedef __half f16;
+typedef __nv_bfloat16 bf16;
+typedef float f32;
+typedef double f64;
+
+// ------------------------------------------------------------------ conversions
+
+template <class T> PHOBOS_INLINE constexpr bool narrow_float() { return false; }
+template <> PHOBOS_INLINE constexpr bool narrow_float<f16>() { return true; }
+template <> PHOBOS_INLINE constexpr bool narrow_float<bf16>() { return true; }
+
+// A value converted to To with C++ conversion rules; f16 and bf16 go through f32.
+template <class To, class From> PHOBOS_INLINE To cast(From x) {
+    if constexpr (narrow_float<From>() && narrow_float<To>()) {
+        return To(static_cast<float>(x));
+    } else if constexpr (narrow_float<From>()) {
+        return static_cast<To>(static_cast<float>(x));
+    } else if constexpr (narrow_float<To>()) {
+        return To(static_cast<float>(x));
+    } else {
+        return static_cast<To>(x);
+    }
+}
+
+template <class T> PHOBOS_INLINE T infinity() { return cast<T>(__int_as_float(0x7f800000)); }
+template <> PHOBOS_INLINE f64 infinity<f64>() { return __longlong_as_double(0x7ff0000000000000LL); }
+template <class T> PHOBOS_INLINE T quiet_nan() { return cast<T>(__int_as_float(0x7fc00000)); }
+template <> PHOBOS_INLINE f64 quiet_nan<f64>() { return __longlong_as_double(0x7ff8000000000000LL); }
+
+// ------------------------------------------------------------------ math
+// f32 uses the accurate library functions (expf, not __expf); f16 and bf16
+// compute in f32 and round once.
+
+PHOBOS_INLINE f32 exp(f32 x) { return ::expf(x); }
+PHOBOS_INLINE f64 exp(f64 x) { return ::exp(x); }
+PHOBOS_INLINE f32 exp2(f32 x) { return ::exp2f(x); }
+PHOBOS_INLINE f64 exp2(f64 x) { return ::exp2(x); }
+PHOBOS_INLINE f32 log(f32 x) { return ::logf(x); }
+PHOBOS_INLINE f64 log(f64 x) { return ::log(x); }
+PHOBOS_INLINE f32 log2(f32 x) { return ::log2f(x); }
+PHOBOS_INLINE f64 log2(f64 x) { return ::log2(x); }
+PHOBOS_INLINE f32 sqrt(f32 x) { return ::sqrtf(x); }
+PHOBOS_INLINE f64 sqrt(f64 x) { return ::sqrt(x); }
+PHOBOS_INLINE f32 rsqrt(f32 x) { return ::rsqrtf(x); }
+PHOBOS_INLINE f64 rsqrt(f64 x) { return ::rsqrt(x); }
+PHOBOS_INLINE f32 abs(f32 x) { return ::fabsf(x); }
+PHOBOS_INLINE f32 fmod(f32 x, f32 y) { return ::fmodf(x, y); }
+PHOBOS_INLINE f64 fmod(f64 x, f64 y) { return ::fmod(x, y); }
+PHOBOS_INLINE f16 fmod(f16 x, f16 y) { return f16(::fmodf(float(x), float(y))); }
+PHOBOS_INLINE bf16 fmod(bf16 x, bf16 y) { return bf16(::fmodf(float(x), float(y))); }
+PHOBOS_INLINE f64 abs(f64 x) { return ::fabs(x); }
+
+#define PHOBOS_NARROW_MATH(NAME)                                                   \
+    PHOBOS_INLINE f16 NAME(f16 x) { return f16(NAME(static_cast<float>(x))); }    \
+    PHOBOS_INLINE bf16 NAME(bf16 x) { return bf16(NAME(static_cast<float>(x))); }
+PHOBOS_NARROW_MATH(exp)
+PHOBOS_NARROW_MATH(exp2)
+PHOBOS_NARROW_MATH(log)
+PHOBOS_NARROW_MATH(log2)
+PHOBOS_NARROW_MATH(sqrt)
+PHOBOS_NARROW_MATH(rsqrt)
+PHOBOS_NARROW_MATH(abs)
+#undef PHOBOS_NARROW_MATH
+
+template <class T> PHOBOS_INLINE T abs(T x) { return x < T(0) ? T(-x) : x; }
+
+// Elementwise max/min: a NaN operand gives NaN, as in the CPU interpreter (numpy).
+template <class T> PHOBOS_INLINE T max(T a, T b) {
+    if constexpr (narrow_float<T>()) {
+        return T(max(static_cast<float>(a), static_cast<float>(b)));
+    } else {
+        return (a != a || a > b) ? a : b;
+    }
+}
+template <class T> PHOBOS_INLINE T min(T a, T b) {
+    if constexpr (narrow_float<T>()) {
+        return T(min(static_cast<float>(a), static_cast<float>(b)));
+    } else {
+        return (a != a || a < b) ? a : b;
+    }
+}
+PHOBOS_INLINE f32 max(f32 a, f32 b) { return (a != a) ? a : ::fmaxf(a, b); }
+PHOBOS_INLINE f32 min(f32 a, f32 b) { return (a != a) ? a : ::fminf(a, b); }
+PHOBOS_INLINE f64 max(f64 a, f64 b) { return (a != a) ? a : ::fmax(a, b); }
+PHOBOS_INLINE f64 min(f64 a, f64 b) { return (a != a) ? a : ::fmin(a, b); }
+
+// ------------------------------------------------------------------ vector access
+
+template <int BYTES> struct vector_word;
+template <> struct vector_word<16> { typedef uint4 type; };
+template <> struct vector_word<8> { typedef uint2 type; };
+template <> struct vector_word<4> { typedef unsigned int type; };
+template <> struct vector_word<2> { typedef unsigned short type; };
+template <> struct vector_word<1> { typedef unsigned char type; };
+
+// f32 groups travel as float4/float2 so the PTX reads ld.global.v4.f32.
+template <class T, int BYTES> struct vector_of { typedef typename vector_word<BYTES>::type type; };
+template <> struct vector_of<f32, 16> { typedef float4 type; };
+template <> struct vector_of<f32, 8> { typedef float2 type; };
+
+template <int BYTES> PHOBOS_INLINE bool is_aligned(const void* p) {
+    return (reinterpret_cast<unsigned long long>(p) & (BYTES - 1)) == 0;
+}
+
+// Lanes [0, V) of a group as vector words of BYTES each (V * sizeof(T) a multiple of BYTES).
+template <int BYTES, class T, int V> PHOBOS_INLINE void load_vectors(const T* p, T (&out)[V]) {
+    typedef typename vector_of<T, BYTES>::type W;
+    constexpr int PER = BYTES / sizeof(T);
+#pragma unroll
+    for (int w = 0; w < V / PER; ++w) {
+        W word = *reinterpret_cast<const W*>(p + w * PER);
+        memcpy(&out[w * PER], &word, BYTES);
+    }
+}
+
+template <int BYTES, class T, int V> PHOBOS_INLINE void store_vectors(T* p, const T (&in)[V]) {
+    typedef typename vector_of<T, BYTES>::type W;
+    constexpr int PER = BYTES / sizeof(T);
+#pragma unroll
+    for (int w = 0; w < V / PER; ++w) {
+        W word;
+        memcpy(&word, &in[w * PER], BYTES);
+        *reinterpret_cast<W*>(p + w * PER) = word;
+    }
+}
+
+// ------------------------------------------------------------------ one group of lanes
+//
+// `p` points at the group's first lane, `col` is that lane's index on the
+// tensor's last axis, `extent` the axis length, and `inside` whether the group's
+// other coordinates are in bounds.  BYTES is the vector width the specialisation
+// allows (0: none), CHECK_ALIGN whether the address must be tested at run time.
+
+template <int BYTES, bool CHECK_ALIGN, class T, int V, class I>
+PHOBOS_INLINE void load_group(const T* p, I col, I extent, bool inside, T (&out)[V],
+                              bool (&valid)[V]) {
+    if constexpr (BYTES > 0) {
+        bool whole = inside && col >= 0 && col <= extent - V;
+        if (CHECK_ALIGN) whole = whole && is_aligned<BYTES>(p);
+        if (whole) {
+            load_vectors<BYTES>(p, out);
+#pragma unroll
+            for (int i = 0; i < V; ++i) valid[i] = true;
+            return;
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < V; ++i) {
+        valid[i] = inside && col + i >= 0 && col + i < extent;
+        out[i] = valid[i] ? p[i] : T();
+    }
+}
+
+// The same for a group whose lanes are `stride` elements apart (no vectors).
+template <class T, int V, class I>
+PHOBOS_INLINE void load_group_strided(const T* p, I stride, I col, I extent, bool inside,
+                                      T (&out)[V], bool (&valid)[V]) {
+#pragma unroll
+    for (int i = 0; i < V; ++i) {
+        valid[i] = inside && col + i >= 0 && col + i < extent;
+        out[i] = valid[i] ? p[static_cast<long long>(i) * stride] : T();
+    }
+}
+
+// A group the checker proved in bounds: no checks, no mask.
+template <int BYTES, bool CHECK_ALIGN, class T, int V>
+PHOBOS_INLINE void load_group_unchecked(const T* p, T (&out)[V]) {
+    if constexpr (BYTES > 0) {
+        if (!CHECK_ALIGN || is_aligned<BYTES>(p)) {
+            load_vectors<BYTES>(p, out);
+            return;
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < V; ++i) out[i] = p[i];
+}
+
+template <class T, int V, class I>
+PHOBOS_INLINE void load_group_strided_unchecked(const T* p, I stride, T (&out)[V]) {
+#pragma unroll
+    for (int i = 0; i < V; ++i) out[i] = p[static_cast<long long>(i) * stride];
+}
+
+// Store lanes whose `present` flag is set and that fall inside the tensor.
+template <int BYTES, bool CHECK_ALIGN, class T, int V, class I>
+PHOBOS_INLINE void store_group(T* p, I col, I extent, bool inside, const T (&in)[V],
+                               const bool (&present)[V]) {
+    if constexpr (BYTES > 0) {
+        bool whole = inside && col >= 0 && col <= extent - V;
+#pragma unroll
+        for (int i = 0; i < V; ++i) whole = whole && present[i];
+        if (CHECK_ALIGN) whole = whole && is_aligned<BYTES>(p);
+        if (whole) {
+            store_vectors<BYTES>(p, in);
+            return;
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < V; ++i) {
+        if (present[i] && inside && col + i >= 0 && col + i < extent) p[i] = in[i];
+    }
+}
+
+template <class T, int V, class I>
+PHOBOS_INLINE void store_group_strided(T* p, I stride, I col, I extent, bool inside,
+                                       const T (&in)[V], const bool (&present)[V]) {
+#pragma unroll
+    for (int i = 0; i < V; ++i) {
+        if (present[i] && inside && col + i >= 0 && col + i < extent) {
+            p[static_cast<long long>(i) * stride] = in[i];
+        }
+    }
+}
+
+// ------------------------------------------------------------------ reductions
+
+// Exchange with the lane whose index differs in the bits of `lane_mask` (all 32 lanes take part).
+template <class T> PHOBOS_INLINE T shuffle_xor(T v, int lane_mask) {
+    return __shfl_xor_sync(0xffffffffu, v, lane_mask);
+}
+
+}  // namespace phobos

@@ -1,0 +1,45 @@
+"""Emitted values: a block-uniform scalar is a C expression; a tile is one per lane.
+
+A ``TileValue``'s ``lane`` is a C expression valid inside a lane loop (see
+``lanes.py``): it may name ``r`` (the repeat), ``i`` (the lane in its group),
+``g`` and the lane's coordinates ``c0``, ``c1``, ... .  Elementwise operations
+compose these strings, so a chain such as ``alpha * x + y`` becomes one C
+expression per lane instead of a temporary array per operation.  Memory
+accesses, variables and layout conversions materialise a tile into a register
+array ``name[r][i]``.  ``mask`` is the lane's "present" flag, or None where the
+value has no absent lane (only partial values carry masks).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from phobos.compile.codegen.layout import Layout
+
+
+@dataclass(frozen=True)
+class ScalarValue:
+    dtype: str
+    expr: str
+
+
+@dataclass(frozen=True)
+class TileValue:
+    dtype: str
+    layout: Layout
+    lane: str
+    mask: str | None = None
+
+
+def and_masks(*masks: str | None) -> str | None:
+    present = [m for m in masks if m is not None]
+    if not present:
+        return None
+    if len(present) == 1:
+        return present[0]
+    return "(" + " && ".join(present) + ")"
+
+
+def variable_name(name: str) -> str:
+    """The C name of a Phobos variable (prefixed: never a C keyword or a generated name)."""
+    return f"v_{name}"
