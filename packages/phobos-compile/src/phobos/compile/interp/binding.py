@@ -116,7 +116,7 @@ def _array(param: ir.TensorParam, arg: object, written: bool) -> np.ndarray:
             param.span,
             f"parameter '{param.name}' is a {kind}, so it needs a {expected} array, "
             f"but the argument is a {arg.dtype} array",
-            help=f"convert it first, e.g. array.astype(numpy.{expected})",
+            help=f"convert it first, e.g. array.astype({_module(param.dtype)}.{expected})",
         )
     if written and not arg.flags.writeable:
         raise launch_error(
@@ -186,6 +186,10 @@ def _scalar(param: ir.ScalarParam, arg: object) -> np.generic:
         return dtype.type(int(arg))
     value = dtype.type(arg)
     return round_to_bf16(value) if param.dtype == "bf16" else value
+
+
+def _module(dtype: str) -> str:
+    return "ml_dtypes" if dtype == "bf16" else "numpy"
 
 
 def _shown(arg: object) -> str:
