@@ -27,13 +27,16 @@ class Context:
         root: Scope,
         functions: dict[str, ast.Function],
         forced_partial: frozenset[str] = frozenset(),
+        reserved: frozenset[str] = frozenset(),
     ) -> None:
         self.root = root
         self.functions = functions
         self.forced_partial = forced_partial
         self.wants_partial: set[str] = set()
         self.fn_stack: list[str] = []
-        self._used_names: set[str] = set()
+        # Parameter and extent names: a variable never takes one, so back ends can
+        # use all of them as identifiers side by side.
+        self._used_names: set[str] = set(reserved)
         self._sinks: list[list[ir.Stmt]] = []
 
     def new_variable(self, name: str, type: ir.IRType, mutable: bool, span: Span) -> ir.Variable:

@@ -266,6 +266,10 @@ class ExprLowerer:
             folded = fold(expr, left, right)
             if folded is not None:
                 return folded
+        if expr.op in LOGICAL:
+            for side in (left, right):
+                dtype = side.describe() if isinstance(side, Literal) else side.type.dtype
+                self._require(expr, dtype, dtype == "bool", "bools")
         operands = self.elementwise([expr.left, expr.right], [left, right], expr.span)
         dtype = operands[0].type.dtype
         op = expr.op

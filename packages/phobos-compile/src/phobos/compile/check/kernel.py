@@ -35,8 +35,9 @@ def lower(module: ast.Module, kernel: str, values: Mapping[str, int]) -> ir.Kern
     chosen = _validate(node, space, values)
     functions = module_functions(module)
     forced: frozenset[str] = frozenset()
+    reserved = frozenset(_interface_names(node))
     while True:
-        ctx = Context(root, functions, forced)
+        ctx = Context(root, functions, forced, reserved)
         params, scope = _bind_params(node, root, chosen, StmtLowerer(ctx))
         body = StmtLowerer(ctx).block(node.body, scope)
         if ctx.wants_partial <= forced:
@@ -147,3 +148,12 @@ def _dim(dim: ast.Expr, scope: Scope, lowerer: StmtLowerer) -> str | int:
                 help="name the extent with a new name, such as `N`",
             )
     return lowerer.tile_extent(dim, scope)
+
+
+def _interface_names(node: ast.Kernel) -> set[str]:
+    """The names of the kernel's parameters and named extents."""
+    found = {p.name for p in node.params}
+    for param in node.params:
+        if isinstance(param.type, ast.TensorType):
+            found |= {d.id for d in param.type.dims if isinstance(d, ast.Name)}
+    return found
