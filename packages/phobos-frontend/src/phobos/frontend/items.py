@@ -241,14 +241,13 @@ class ModuleTranslator:
                     "a parameter default has no Phobos meaning",
                     help="pass every argument at the launch; compile-time names go in @ph.autotune",
                 )
+        leading += self.comments.leading(start_of(node))
         header_end = self.comments.header_end(start_of(node))
-        params = []
-        for index, arg in enumerate(args.args):
-            if index == 0:
-                leading += self.comments.leading(start_of(arg))
-            params.append(self.param(arg, args.args, index, header_end))
+        params = tuple(
+            self.param(arg, args.args, index, header_end) for index, arg in enumerate(args.args)
+        )
         leading += self.comments.leading(header_end)
-        return tuple(params), leading
+        return params, leading
 
     def param(
         self, arg: ast.arg, args: list[ast.arg], index: int, header_end: Position
@@ -259,7 +258,7 @@ class ModuleTranslator:
                 f"parameter `{arg.arg}` needs a type",
                 help=f"write {arg.arg}: ph.f32 or {arg.arg}: ph.tensor[ph.f32][N]",
             )
-        leading = self.comments.leading(start_of(arg)) if index else ()
+        leading = self.comments.leading(start_of(arg))
         param_type = self.exprs.param_type(arg.annotation)
         next_start = start_of(args[index + 1]) if index + 1 < len(args) else header_end
         trailing = None

@@ -59,7 +59,9 @@ class StatementTranslator:
             translated = self.statement(stmt, next_start)
             if translated is not None:
                 body.append(translated)
-        end_comments = self.comments.block_end(owner_col, limit)
+        # Comments left before the last statement's end stood around a `pass`: they close the block.
+        end_comments = self.comments.leading(end_of(stmts[-1])) if stmts else ()
+        end_comments += self.comments.block_end(owner_col, limit)
         if span is None:
             span = self.source.span_between(stmts[0], stmts[-1])
         return ph.Block(tuple(body), end_comments, span=span)
