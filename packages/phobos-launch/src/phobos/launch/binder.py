@@ -1,0 +1,308 @@
+"""The argument binder: a launch's arguments checked against the contract, slot values gathered.
+
+Everything that depends only on the contract is worked out once, when the binder
+is made; what depends on the argument types (which reader each tensor takes) once
+per call signature.  A call then reads each array once, runs the checks as plain
+comparisons and gathers the slot values; messages are only built when a check fails.
+Each failure is a ``LaunchError`` naming the kernel, the parameter, what was
+expected and what was given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from phobos.launch.arrays import (
+    ArrayFields,
+    ArrayProtocolError,
+    Reader,
+    element_span,
+    not_a_gpu_array,
+    reader_for,
+)
+from phobos.launch.contract import LaunchContract, TensorParam
+from phobos.launch.dtypes import ITEMSIZE
+from phobos.launch.errors import CudaError, LaunchError
+from phobos.launch.scalars import ScalarError, ScalarReader, fits, scalar_reader
+from phobos.launch.streams import library_of
+
+INDEX32_LIMIT = 2**31
+_POINTER, _STRIDE, _EXTENT, _SCALAR = range(4)
+
+
+class _TensorCheck:
+    """A tensor parameter with what each launch checks about it, precomputed."""
+
+    __slots__ = ("align", "dims", "dtype", "name", "position", "rank", "unit_stride", "written")
+
+    def __init__(self, param: TensorParam, position: int) -> None:
+        self.name = param.name
+        self.position = position
+        self.dtype = param.dtype
+        self.dims = param.dims
+        self.rank = len(param.dims)
+        # A misaligned element is a fault on the GPU whatever the contract assumed.
+        self.align = max(param.align, ITEMSIZE[param.dtype])
+        self.unit_stride = param.unit_stride and self.rank > 0
+        self.written = param.written
+
+    def declared(self) -> str:
+        return f"tensor<{self.dtype}>[{', '.join(str(d) for d in self.dims)}]"
+
+
+@dataclass(frozen=True)
+class Binding:
+    """What binding one call's arguments found (see ``LoadedKernel.bind``)."""
+
+    device: int | None  # the arrays' GPU, None when no argument is an array
+    extents: dict[str, int]
+    slot_values: tuple[Any, ...]
+    producer_streams: tuple[int, ...]  # CAI v3 streams the launch must wait for
+
+
+class _Plan:
+    """How to read the arguments of one call signature (the tuple of argument types)."""
+
+    __slots__ = ("current_stream", "library", "readers")
+
+    def __init__(self, readers: tuple[Reader, ...], library: str | None) -> None:
+        self.readers = readers
+        self.library = library  # "torch", "cupy" or None: whose current stream to launch on
+        self.current_stream: Callable[[int], int] | None = None  # set by the first launch
+
+
+class ArgumentBinder:
+    """Checks arguments against one contract and gathers its slot values."""
+
+    def __init__(
+        self, contract: LaunchContract, pointer_device: Callable[[int], int] | None
+    ) -> None:
+        self.contract = contract
+        self.kernel = contract.kernel
+        self._pointer_device = pointer_device
+        self._count = len(contract.params)
+        position = {name: i for i, name in enumerate(contract.params)}
+        self.tensors = tuple(_TensorCheck(t, position[t.name]) for t in contract.tensors)
+        tensor_index = {t.name: i for i, t in enumerate(self.tensors)}
+        self._scalar_readers: dict[str, ScalarReader] = {
+            s.name: scalar_reader(s.dtype) for s in contract.scalars
+        }
+        self._index32 = contract.index_width == 32
+        self._plans: dict[tuple[type, ...], _Plan] = {}
+
+        # Named extents: where each is first read, where it must agree; literal dims.
+        self.extent_names: list[str] = []
+        self._extent_sources: list[tuple[int, int]] = []
+        self._extent_checks: list[tuple[int, int, int]] = []
+        self._literal_checks: list[tuple[int, int, int]] = []
+        for t_index, tensor in enumerate(self.tensors):
+            for axis, dim in enumerate(tensor.dims):
+                if isinstance(dim, int):
+                    self._literal_checks.append((t_index, axis, dim))
+                elif dim in self.extent_names:
+                    self._extent_checks.append((t_index, axis, self.extent_names.index(dim)))
+                else:
+                    self.extent_names.append(dim)
+                    self._extent_sources.append((t_index, axis))
+
+        self._slot_sources: list[tuple[int, int, int]] = []
+        for slot in contract.slots:
+            if slot.kind == "pointer":
+                self._slot_sources.append((_POINTER, tensor_index[slot.param], 0))
+            elif slot.kind == "stride":
+                self._slot_sources.append((_STRIDE, tensor_index[slot.param], slot.axis or 0))
+            elif slot.kind == "extent":
+                self._slot_sources.append((_EXTENT, self.extent_names.index(slot.param), 0))
+            else:
+                self._slot_sources.append((_SCALAR, position[slot.param], 0))
+
+    def bind(self, args: Sequence[Any]) -> tuple[int | None, list[int], list[Any], _Plan, list]:
+        """Check ``args``; return (device, extents, slot values, plan, producer streams).
+
+        The hot path of every launch: no dicts are built and no exceptions raised
+        unless an argument is wrong.
+        """
+        if len(args) != self._count:
+            raise LaunchError(self._count_problem(args))
+        plan = self._plans.get(tuple(map(type, args)))
+        if plan is None:
+            plan = self._plan(args)
+        tensors = self.tensors
+        arrays: list[ArrayFields] = []
+        try:
+            for read, check in zip(plan.readers, tensors):
+                arrays.append(read(args[check.position]))
+        except ArrayProtocolError as exc:
+            check = tensors[len(arrays)]
+            raise LaunchError(f"{self.kernel}: {check.name}: {exc}") from None
+
+        device = None
+        first = None
+        producers = []
+        for check, fields in zip(tensors, arrays):
+            ptr, shape, strides, dtype, on, readonly, stream = fields
+            if (
+                dtype != check.dtype
+                or len(shape) != check.rank
+                or ptr % check.align
+                or (readonly and check.written)
+                or (check.unit_stride and strides[-1] != 1 and shape[-1] != 1)
+            ):
+                raise LaunchError(self._tensor_problem(check, fields))
+            if on is None and ptr:
+                on = self._device_of(check, ptr)
+            if on is not None:
+                if device is None:
+                    device, first = on, check
+                elif on != device:
+                    raise LaunchError(
+                        f"{self.kernel}: {check.name} is on GPU {on} but {first.name} is on GPU "
+                        f"{device}; pass all arrays on one GPU"
+                    )
+            if stream is not None:
+                producers.append(stream)
+
+        extents = [arrays[t][1][axis] for t, axis in self._extent_sources]
+        for t, axis, e in self._extent_checks:
+            if arrays[t][1][axis] != extents[e]:
+                raise LaunchError(self._extent_problem(t, axis, e, arrays))
+        for t, axis, size in self._literal_checks:
+            if arrays[t][1][axis] != size:
+                raise LaunchError(self._literal_problem(t, axis, size, arrays))
+        if self._index32:
+            self._check_index32(extents, arrays)
+
+        values = []
+        for kind, a, b in self._slot_sources:
+            if kind == _POINTER:
+                values.append(arrays[a][0])
+            elif kind == _STRIDE:
+                values.append(arrays[a][2][b])
+            elif kind == _EXTENT:
+                values.append(extents[a])
+            else:
+                values.append(self._read_scalar(a, args[a]))
+        return device, extents, values, plan, producers
+
+    def binding(self, args: Sequence[Any]) -> Binding:
+        device, extents, values, _, producers = self.bind(args)
+        if not all(fits(slot.type, v) for slot, v in zip(self.contract.slots, values)):
+            raise LaunchError(self.unfit_problem(values))
+        return Binding(
+            device, dict(zip(self.extent_names, extents)), tuple(values), tuple(producers)
+        )
+
+    def _plan(self, args: Sequence[Any]) -> _Plan:
+        readers = []
+        for check in self.tensors:
+            arg = args[check.position]
+            reader = reader_for(arg)
+            if reader is None:
+                raise LaunchError(
+                    f"{self.kernel}: {check.name}: expected a GPU array for {check.declared()}; "
+                    + not_a_gpu_array(arg)
+                )
+            readers.append(reader)
+        plan = _Plan(tuple(readers), library_of(args[t.position] for t in self.tensors))
+        self._plans[tuple(map(type, args))] = plan
+        return plan
+
+    def _read_scalar(self, position: int, value: Any) -> Any:
+        name = self.contract.params[position]
+        try:
+            return self._scalar_readers[name](value)
+        except ScalarError as exc:
+            raise LaunchError(f"{self.kernel}: {name}: {exc}") from None
+
+    def _device_of(self, check: _TensorCheck, ptr: int) -> int:
+        if self._pointer_device is None:
+            return 0
+        try:
+            return self._pointer_device(ptr)
+        except CudaError as exc:
+            raise LaunchError(
+                f"{self.kernel}: {check.name}: its data pointer {ptr:#x} is not GPU memory the "
+                f"CUDA driver knows ({exc.name}); pass an array allocated on a GPU"
+            ) from None
+
+    def _check_index32(self, extents: list[int], arrays: list[ArrayFields]) -> None:
+        for name, size in zip(self.extent_names, extents):
+            if size >= INDEX32_LIMIT:
+                t, axis = self._extent_sources[self.extent_names.index(name)]
+                raise LaunchError(
+                    f"{self.kernel}: extent {name} = {size} (axis {axis} of "
+                    f"{self.tensors[t].name}) does not fit this variant's 32-bit indexing; "
+                    "a 64-bit variant is needed"
+                )
+        for check, fields in zip(self.tensors, arrays):
+            span = element_span(fields[1], fields[2])
+            if span >= INDEX32_LIMIT:
+                raise LaunchError(
+                    f"{self.kernel}: {check.name}: element offsets reach {span} (≥ 2^31), beyond "
+                    "this variant's 32-bit indexing; a 64-bit variant is needed"
+                )
+
+    # Messages, built only when a check fails.
+
+    def _count_problem(self, args: Sequence[Any]) -> str:
+        params = ", ".join(self.contract.params)
+        return f"{self.kernel} takes {self._count} arguments ({params}), got {len(args)}"
+
+    def _tensor_problem(self, check: _TensorCheck, fields: ArrayFields) -> str:
+        ptr, shape, strides, dtype, _, readonly, _ = fields
+        where = f"{self.kernel}: {check.name}"
+        shape = tuple(shape)
+        if dtype != check.dtype:
+            return f"{where}: expected a {check.dtype} tensor, got {dtype} (shape {shape})"
+        if len(shape) != check.rank:
+            return (
+                f"{where}: expected a {check.rank}-D tensor for {check.declared()}, "
+                f"got shape {shape} ({len(shape)}-D)"
+            )
+        if ptr % check.align:
+            return (
+                f"{where}: data pointer {ptr:#x} is not a multiple of {check.align} bytes, the "
+                "alignment the kernel was specialised for; pass an aligned array (a fresh "
+                "allocation or a copy), or use a variant compiled for less alignment"
+            )
+        if readonly and check.written:
+            return (
+                f"{where} is read-only (its __cuda_array_interface__ says readonly) but the "
+                "kernel writes it; pass a writable array"
+            )
+        return (
+            f"{where}: non-contiguous last axis (stride {strides[-1]}, shape {shape}); the "
+            "kernel was specialised for unit stride; pass .contiguous()"
+        )
+
+    def _extent_problem(self, t: int, axis: int, e: int, arrays: list[ArrayFields]) -> str:
+        name = self.extent_names[e]
+        first_t, first_axis = self._extent_sources[e]
+        return (
+            f"{self.kernel}: extent {name} disagrees: {self.tensors[first_t].name} has {name} = "
+            f"{arrays[first_t][1][first_axis]} (axis {first_axis}), {self.tensors[t].name} has "
+            f"{name} = {arrays[t][1][axis]} (axis {axis})"
+        )
+
+    def _literal_problem(self, t: int, axis: int, size: int, arrays: list[ArrayFields]) -> str:
+        check = self.tensors[t]
+        return (
+            f"{self.kernel}: {check.name}: axis {axis} must be {size} (declared "
+            f"{check.declared()}), got {arrays[t][1][axis]} (shape {tuple(arrays[t][1])})"
+        )
+
+    def unfit_problem(self, values: Sequence[Any]) -> str:
+        """Why the first slot value that does not fit its type fails (after a failed pack)."""
+        slots = self.contract.slots
+        index = next(i for i, v in enumerate(values) if not fits(slots[i].type, v))
+        slot = slots[index]
+        value = values[index]
+        if slot.kind == "scalar":
+            return f"{self.kernel}: {slot.param}: {value!r} does not fit {slot.type}"
+        what = f"stride {slot.axis} of {slot.param}" if slot.kind == "stride" else slot.param
+        return (
+            f"{self.kernel}: {what} = {value} does not fit this variant's {slot.type} "
+            "index slots; a 64-bit variant is needed"
+        )

@@ -1,0 +1,256 @@
+"""The CUDA driver, through ctypes on ``libcuda.so.1``: the few calls a launch needs.
+
+Every call is checked; a failure becomes a ``CudaError`` carrying the driver's name
+for the code (``CUDA_ERROR_UNSUPPORTED_PTX_VERSION``) and its description.  Handles
+(contexts, modules, functions, streams, events) travel as plain ints.
+
+The rest of the launcher talks to the driver only through the ``Driver`` protocol
+below, so tests can stand a fake in for it on a machine without a GPU.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from ctypes import POINTER, byref, c_char_p, c_int, c_uint, c_uint64, c_void_p
+from typing import Protocol
+
+from phobos.launch.errors import CudaError, DriverNotFound
+
+# Result codes the launcher reacts to (cuda.h).
+CUDA_ERROR_INVALID_VALUE = 1
+CUDA_ERROR_INVALID_IMAGE = 200
+CUDA_ERROR_NO_BINARY_FOR_GPU = 209
+CUDA_ERROR_INVALID_PTX = 218
+CUDA_ERROR_UNSUPPORTED_PTX_VERSION = 222
+CUDA_ERROR_NOT_FOUND = 500
+
+# Enumerators used below (cuda.h).
+_ATTR_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97
+_ATTR_COMPUTE_CAPABILITY_MAJOR = 75
+_ATTR_COMPUTE_CAPABILITY_MINOR = 76
+_FUNC_ATTR_MAX_THREADS_PER_BLOCK = 0
+_FUNC_ATTR_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+_POINTER_ATTR_DEVICE_ORDINAL = 9
+_JIT_ERROR_LOG_BUFFER = 5
+_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6
+_EVENT_DISABLE_TIMING = 0x2
+_JIT_LOG_BYTES = 16384
+
+
+class Driver(Protocol):
+    """What the launcher asks of the CUDA driver (``CudaDriver``, or a fake in tests)."""
+
+    def driver_version(self) -> int: ...
+    def primary_context(self, device: int) -> int: ...
+    def current_context(self) -> int: ...
+    def set_current_context(self, context: int) -> None: ...
+    def compute_capability(self, device: int) -> tuple[int, int]: ...
+    def max_shared_memory_per_block(self, device: int) -> int: ...
+    def load_module(self, image: bytes) -> int: ...
+    def get_function(self, module: int, name: str) -> int: ...
+    def max_threads_per_block(self, function: int) -> int: ...
+    def set_max_dynamic_shared_memory(self, function: int, nbytes: int) -> None: ...
+    def pointer_device(self, pointer: int) -> int: ...
+    def create_event(self) -> int: ...
+    def record_event(self, event: int, stream: int) -> None: ...
+    def stream_wait_event(self, stream: int, event: int) -> None: ...
+    def launch_kernel(
+        self,
+        function: int,
+        grid: tuple[int, int, int],
+        block: tuple[int, int, int],
+        shared_memory: int,
+        stream: int,
+        kernel_params: int | None,
+    ) -> None: ...
+    def synchronize(self) -> None: ...
+
+
+_SIGNATURES = {
+    "cuInit": (c_uint,),
+    "cuDriverGetVersion": (POINTER(c_int),),
+    "cuGetErrorName": (c_int, POINTER(c_char_p)),
+    "cuGetErrorString": (c_int, POINTER(c_char_p)),
+    "cuDeviceGet": (POINTER(c_int), c_int),
+    "cuDeviceGetAttribute": (POINTER(c_int), c_int, c_int),
+    "cuDevicePrimaryCtxRetain": (POINTER(c_void_p), c_int),
+    "cuCtxGetCurrent": (POINTER(c_void_p),),
+    "cuCtxSetCurrent": (c_void_p,),
+    "cuCtxSynchronize": (),
+    "cuModuleLoadDataEx": (
+        POINTER(c_void_p),
+        c_void_p,
+        c_uint,
+        POINTER(c_int),
+        POINTER(c_void_p),
+    ),
+    "cuModuleGetFunction": (POINTER(c_void_p), c_void_p, c_char_p),
+    "cuFuncGetAttribute": (POINTER(c_int), c_int, c_void_p),
+    "cuFuncSetAttribute": (c_void_p, c_int, c_int),
+    "cuPointerGetAttribute": (c_void_p, c_int, c_uint64),
+    "cuEventCreate": (POINTER(c_void_p), c_uint),
+    "cuEventRecord": (c_void_p, c_void_p),
+    "cuStreamWaitEvent": (c_void_p, c_void_p, c_uint),
+    "cuLaunchKernel": (
+        c_void_p,
+        c_uint,
+        c_uint,
+        c_uint,
+        c_uint,
+        c_uint,
+        c_uint,
+        c_uint,
+        c_void_p,
+        c_void_p,
+        c_void_p,
+    ),
+}
+
+
+class CudaDriver:
+    """``libcuda.so.1`` through ctypes; every call checked."""
+
+    def __init__(self, library: str = "libcuda.so.1") -> None:
+        try:
+            lib = ctypes.CDLL(library)
+        except OSError as exc:
+            raise DriverNotFound(
+                f"{exc}; no NVIDIA driver is installed here (the launcher needs a GPU)"
+            ) from None
+        self._fn = {}
+        for name, argtypes in _SIGNATURES.items():
+            fn = getattr(lib, name)
+            fn.argtypes = argtypes
+            fn.restype = c_int
+            self._fn[name] = fn
+        self._launch = self._fn["cuLaunchKernel"]
+        self._context_out = threading.local()
+        self._call("cuInit", 0)
+
+    def _call(self, name: str, *args: object) -> None:
+        code = self._fn[name](*args)
+        if code:
+            raise self.error(name, code)
+
+    def error(self, call: str, code: int, detail: str = "") -> CudaError:
+        """The ``CudaError`` for ``code`` returned by ``call``, with the driver's words for it."""
+        name = c_char_p()
+        text = c_char_p()
+        self._fn["cuGetErrorName"](code, byref(name))
+        self._fn["cuGetErrorString"](code, byref(text))
+        message = (text.value or b"unknown error").decode()
+        if detail:
+            message = f"{message}\n{detail}"
+        return CudaError(call, code, (name.value or b"CUDA_ERROR_%d" % code).decode(), message)
+
+    def driver_version(self) -> int:
+        version = c_int()
+        self._call("cuDriverGetVersion", byref(version))
+        return version.value
+
+    def primary_context(self, device: int) -> int:
+        handle = c_int()
+        self._call("cuDeviceGet", byref(handle), device)
+        context = c_void_p()
+        self._call("cuDevicePrimaryCtxRetain", byref(context), handle.value)
+        return context.value or 0
+
+    def current_context(self) -> int:
+        out = getattr(self._context_out, "value", None)
+        if out is None:
+            out = self._context_out.value = c_void_p()
+        code = self._fn["cuCtxGetCurrent"](byref(out))
+        if code:
+            raise self.error("cuCtxGetCurrent", code)
+        return out.value or 0
+
+    def set_current_context(self, context: int) -> None:
+        self._call("cuCtxSetCurrent", context or None)
+
+    def _device_attribute(self, device: int, attribute: int) -> int:
+        value = c_int()
+        self._call("cuDeviceGetAttribute", byref(value), attribute, device)
+        return value.value
+
+    def compute_capability(self, device: int) -> tuple[int, int]:
+        return (
+            self._device_attribute(device, _ATTR_COMPUTE_CAPABILITY_MAJOR),
+            self._device_attribute(device, _ATTR_COMPUTE_CAPABILITY_MINOR),
+        )
+
+    def max_shared_memory_per_block(self, device: int) -> int:
+        return self._device_attribute(device, _ATTR_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+
+    def load_module(self, image: bytes) -> int:
+        """Load a cubin or a NUL-terminated PTX image into the current context.
+
+        The JIT error log (PTX that does not compile) is appended to the error.
+        """
+        log = ctypes.create_string_buffer(_JIT_LOG_BYTES)
+        options = (c_int * 2)(_JIT_ERROR_LOG_BUFFER, _JIT_ERROR_LOG_BUFFER_SIZE_BYTES)
+        values = (c_void_p * 2)(ctypes.addressof(log), _JIT_LOG_BYTES)
+        module = c_void_p()
+        code = self._fn["cuModuleLoadDataEx"](byref(module), image, 2, options, values)
+        if code:
+            raise self.error("cuModuleLoadDataEx", code, log.value.decode(errors="replace"))
+        return module.value or 0
+
+    def get_function(self, module: int, name: str) -> int:
+        function = c_void_p()
+        self._call("cuModuleGetFunction", byref(function), module, name.encode())
+        return function.value or 0
+
+    def max_threads_per_block(self, function: int) -> int:
+        value = c_int()
+        self._call("cuFuncGetAttribute", byref(value), _FUNC_ATTR_MAX_THREADS_PER_BLOCK, function)
+        return value.value
+
+    def set_max_dynamic_shared_memory(self, function: int, nbytes: int) -> None:
+        self._call("cuFuncSetAttribute", function, _FUNC_ATTR_MAX_DYNAMIC_SHARED_SIZE_BYTES, nbytes)
+
+    def pointer_device(self, pointer: int) -> int:
+        ordinal = c_int()
+        self._call("cuPointerGetAttribute", byref(ordinal), _POINTER_ATTR_DEVICE_ORDINAL, pointer)
+        return ordinal.value
+
+    def create_event(self) -> int:
+        event = c_void_p()
+        self._call("cuEventCreate", byref(event), _EVENT_DISABLE_TIMING)
+        return event.value or 0
+
+    def record_event(self, event: int, stream: int) -> None:
+        self._call("cuEventRecord", event, stream or None)
+
+    def stream_wait_event(self, stream: int, event: int) -> None:
+        self._call("cuStreamWaitEvent", stream or None, event, 0)
+
+    def launch_kernel(
+        self,
+        function: int,
+        grid: tuple[int, int, int],
+        block: tuple[int, int, int],
+        shared_memory: int,
+        stream: int,
+        kernel_params: int | None,
+    ) -> None:
+        code = self._launch(function, *grid, *block, shared_memory, stream, kernel_params, None)
+        if code:
+            raise self.error("cuLaunchKernel", code)
+
+    def synchronize(self) -> None:
+        self._call("cuCtxSynchronize")
+
+
+_shared: CudaDriver | None = None
+_shared_lock = threading.Lock()
+
+
+def shared_driver() -> CudaDriver:
+    """The process's one ``CudaDriver``, loaded (and ``cuInit`` called) on first use."""
+    global _shared
+    if _shared is None:
+        with _shared_lock:
+            if _shared is None:
+                _shared = CudaDriver()
+    return _shared
