@@ -52,7 +52,7 @@ def compile_load(
                     "lanes outside the tensor are absent",
                 )
             if tracked:
-                tracker.read(name, locate(memory.shape, list(index), lengths), None, site)
+                tracker.read(name, locate(memory.shape, list(index), lengths), site)
             return memory.read_element(index)
 
         return load_element
@@ -60,7 +60,7 @@ def compile_load(
     def load_tile(frame: Frame) -> Tile:
         window = locate(memory.shape, [int(s(frame)) for s in starts], lengths)
         if tracked and not window.empty:
-            tracker.read(name, window, None, site)
+            tracker.read(name, window, site)
         return memory.read_tile(window)
 
     return load_tile

@@ -2,11 +2,12 @@
 
 Blocks of one launch run in no fixed order, so two blocks that write one element,
 or one that writes an element another reads, make the result depend on timing.
-For every written tensor the tracker keeps, per element, the last writing block
-and up to two reading blocks (two are enough to know whether some reader other
-than the current block exists), with the access site of each, as numpy arrays
-updated a whole window at a time.  Accesses within one block never race.  An
-atomic update would be recorded here as neither a plain read nor a plain write.
+For every written tensor the tracker keeps, per element, the last block that
+wrote it and the first block that read it, with the access site of each, as
+numpy arrays updated a whole window at a time.  Blocks run one after another, so
+when a block writes an element whose first reader is that block itself, no other
+block has read it yet.  Accesses within one block never race.  An atomic update
+would be recorded here as neither a plain read nor a plain write.
 """
 
 from __future__ import annotations
@@ -32,15 +33,13 @@ class Site:
 
 
 class _Accesses:
-    """Per element of one tensor: the writer, two readers, and their sites."""
+    """Per element of one tensor: the last writer, the first reader, and their sites."""
 
     def __init__(self, shape: tuple[int, ...]) -> None:
         self.writer = np.full(shape, _NONE, np.int64)
         self.writer_site = np.zeros(shape, np.int32)
         self.reader = np.full(shape, _NONE, np.int64)
         self.reader_site = np.zeros(shape, np.int32)
-        self.other_reader = np.full(shape, _NONE, np.int64)
-        self.other_reader_site = np.zeros(shape, np.int32)
 
 
 class RaceTracker:
@@ -62,49 +61,37 @@ class RaceTracker:
 
     def write(self, tensor: str, window: Window, valid: np.ndarray | None, site: int) -> None:
         """Block ``self.block`` writes the window's lanes where ``valid`` (None: all)."""
-        acc = self._tensors[tensor]
-        box, block = window.box, self.block
-        mask = _mask(valid, acc.writer[box].shape)
+        acc, box = self._tensors[tensor], window.box
         writer = acc.writer[box]
-        self._check(
-            tensor,
-            window,
-            mask & (writer != _NONE) & (writer != block),
-            writer,
-            acc.writer_site[box],
-            site,
-        )
-        reader, other = acc.reader[box], acc.other_reader[box]
-        first_clash = mask & (reader != _NONE) & (reader != block)
-        self._check(tensor, window, first_clash, reader, acc.reader_site[box], site)
-        other_clash = mask & (other != _NONE) & (other != block)
-        self._check(tensor, window, other_clash, other, acc.other_reader_site[box], site)
-        np.copyto(writer, block, where=mask)
-        np.copyto(acc.writer_site[box], site, where=mask)
+        mask = None if valid is None else valid.reshape(writer.shape)
+        self._check(tensor, window, mask, writer, acc.writer_site[box], site)
+        self._check(tensor, window, mask, acc.reader[box], acc.reader_site[box], site)
+        everywhere = True if mask is None else mask
+        np.copyto(writer, self.block, where=everywhere)
+        np.copyto(acc.writer_site[box], site, where=everywhere)
 
-    def read(self, tensor: str, window: Window, valid: np.ndarray | None, site: int) -> None:
-        """Block ``self.block`` reads the window's lanes where ``valid`` (None: all)."""
-        acc = self._tensors[tensor]
-        box, block = window.box, self.block
-        mask = _mask(valid, acc.writer[box].shape)
-        writer = acc.writer[box]
-        self._check(
-            tensor,
-            window,
-            mask & (writer != _NONE) & (writer != block),
-            writer,
-            acc.writer_site[box],
-            site,
-        )
-        reader, other = acc.reader[box], acc.other_reader[box]
-        first = mask & (reader == _NONE)
-        np.copyto(reader, block, where=first)
+    def read(self, tensor: str, window: Window, site: int) -> None:
+        """Block ``self.block`` reads every lane of the window inside the tensor."""
+        acc, box = self._tensors[tensor], window.box
+        writer, reader = acc.writer[box], acc.reader[box]
+        self._check(tensor, window, None, writer, acc.writer_site[box], site)
+        first = reader == _NONE
+        np.copyto(reader, self.block, where=first)
         np.copyto(acc.reader_site[box], site, where=first)
-        second = mask & (reader != block) & (other == _NONE)
-        np.copyto(other, block, where=second)
-        np.copyto(acc.other_reader_site[box], site, where=second)
 
-    def _check(self, tensor, window, clash, blocks, sites, site) -> None:
+    def _check(
+        self,
+        tensor: str,
+        window: Window,
+        mask: np.ndarray | None,
+        blocks: np.ndarray,
+        sites: np.ndarray,
+        site: int,
+    ) -> None:
+        """Raise if another block is recorded in ``blocks`` where ``mask`` (None: anywhere)."""
+        clash = (blocks != _NONE) & (blocks != self.block)
+        if mask is not None:
+            clash &= mask
         if not clash.any():
             return
         position = tuple(int(i) for i in np.argwhere(clash)[0])
@@ -126,10 +113,3 @@ class RaceTracker:
     def _coords(self, block: int) -> tuple[int, int, int]:
         gx, gy, _ = self._grid
         return (block % gx, block // gx % gy, block // (gx * gy))
-
-
-def _mask(valid: np.ndarray | None, shape: tuple[int, ...]) -> np.ndarray:
-    """The present lanes as a bool array of the box's shape (points as length-1 axes)."""
-    if valid is None:
-        return np.ones(shape, np.bool_)
-    return valid.reshape(shape)
