@@ -122,8 +122,9 @@ def _row_partials(ctx: EmitContext, value: TileValue, op: str) -> tuple[str, int
     ctx.line(f"{c} {part}[{layout.repeats}];")
     with group_loop(ctx, layout):
         ctx.line(f"{part}[r] = {identity};")
-        guard = f"if (g < {layout.groups})" if layout.guarded else "if (true)"
-        with ctx.block(guard), lane_loop(ctx, layout):
+        if layout.guarded:
+            ctx.line(f"if (g >= {layout.groups}) continue;")
+        with lane_loop(ctx, layout):
             lane = _lane_or_identity(value, op, acc, ctx.index_width)
             ctx.line(f"{part}[r] = {_combine(op, f'{part}[r]', lane)};")
     groups_per_row = layout.groups_per_row
