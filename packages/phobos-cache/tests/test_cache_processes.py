@@ -28,8 +28,24 @@ def _shared_record() -> dict:
     return {"kernel": "shared", "arch": "sm_90", "program": "kernel shared() {}"}
 
 
-def _writer(root: Path, index: int, start, results) -> None:
-    warnings.simplefilter("error", CacheWarning)  # a torn or corrupt entry fails the child
+def _reporting(body):
+    """Run ``body`` in the child; put its result, or the error, on the queue, so the parent
+    never waits for a child that failed."""
+
+    def run(*args) -> None:
+        results = args[-1]
+        warnings.simplefilter("error", CacheWarning)  # a torn or corrupt entry fails the child
+        try:
+            results.put(body(*args[:-1]))
+        except BaseException as exc:
+            results.put(exc if isinstance(exc, Exception) else RuntimeError(repr(exc)))
+            raise
+
+    return run
+
+
+@_reporting
+def _writer(root: Path, index: int, start) -> bytes:
     cache = Cache(root)
     shared = _shared_record()
     own = {"kernel": f"own{index}", "arch": "sm_90"}
@@ -37,11 +53,11 @@ def _writer(root: Path, index: int, start, results) -> None:
     start.wait()
     entry = cache.put(cache_key(shared), shared, files)
     cache.put(cache_key(own), own, {"kernel.cubin": f"own {index}".encode()})
-    results.put(entry.read("kernel.cubin"))
+    return entry.read("kernel.cubin")
 
 
-def _reader(root: Path, start, results) -> None:
-    warnings.simplefilter("error", CacheWarning)
+@_reporting
+def _reader(root: Path, start) -> int:
     cache = Cache(root)
     key = cache_key(_shared_record())
     start.wait()
@@ -51,7 +67,7 @@ def _reader(root: Path, start, results) -> None:
         if entry is not None:
             assert entry.read("kernel.cubin").startswith(b"cubin from writer ")
             seen += 1
-    results.put(seen)
+    return seen
 
 
 def test_racing_writers_and_readers_end_with_one_good_entry_per_key(root: Path) -> None:
@@ -67,6 +83,7 @@ def test_racing_writers_and_readers_end_with_one_good_entry_per_key(root: Path) 
     outcomes = [results.get(timeout=30) for _ in children]
     for child in children:
         child.join(timeout=30)
+    assert [o for o in outcomes if isinstance(o, Exception)] == []
     assert [child.exitcode for child in children] == [0] * len(children)
 
     cache = Cache(root)

@@ -126,7 +126,7 @@ class DiskStore:
         folder = self.folder(key)
         try:
             last_used = folder.stat().st_mtime
-            size = sum(item.stat(follow_symlinks=False).st_size for item in os.scandir(folder))
+            size = sum(item.stat(follow_symlinks=False).st_size for item in _scan(folder))
         except OSError:
             return None
         return size, last_used

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 
@@ -18,6 +19,9 @@ class Entry:
     path: Path | None
     manifest: Mapping[str, Any]
     files: Mapping[str, bytes]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "files", MappingProxyType(dict(self.files)))
 
     @property
     def record(self) -> Mapping[str, Any]:
