@@ -54,7 +54,7 @@ CASES = [
     ("ph.f16(t)", ph.Call("f16", (T,))),
     ("ph.bool(t)", ph.Call("bool", (T,))),
     ("ph.f16(2.5)", ph.FloatLit(2.5, "f16")),
-    ("ph.f32(1)", ph.FloatLit(1.0, "f32")),
+    ("ph.f32(1)", ph.IntLit(1, "f32")),
     ("ph.i64(7)", ph.IntLit(7, "i64")),
     ("ph.f16(-2.5)", ph.Call("f16", (ph.Unary("-", ph.FloatLit(2.5)),))),
     ("ph.zeros[ph.f32][N, K]", ph.TileCtor("zeros", F32, (N, K))),

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
-from phobos.compile import syntax
 from phobos.compile.syntax import ast as ph
 from phobos.frontend import find_kernel, translate_file
 
@@ -98,9 +95,6 @@ def test_saxpy_spans_name_the_python_lines(tmp_path: Path) -> None:
     assert str(kernel.autotune[0].span) == f"{path}:7:14"
 
 
-@pytest.mark.skipif(
-    not hasattr(syntax, "format_with_span_map"), reason="the Phobos printer has not landed yet"
-)
 def test_saxpy_source_is_the_seeds_text(tmp_path: Path) -> None:
     program = translate_file(saxpy_file(tmp_path))
     assert program.kernel_source("saxpy") == SAXPY_PH

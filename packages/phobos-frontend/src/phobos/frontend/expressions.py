@@ -8,7 +8,8 @@ raise a ``PhobosError`` at their own position.
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 
 from phobos.compile.syntax import ast as ph
 from phobos.compile.syntax.lexer import KEYWORDS, RESERVED_NAMES
@@ -45,8 +46,6 @@ UNARY_OPS: dict[type[ast.unaryop], str] = {ast.USub: "-", ast.Not: "!", ast.Inve
 BOOL_OPS: dict[type[ast.boolop], str] = {ast.And: "&&", ast.Or: "||"}
 
 SCALAR_TYPES = frozenset(ph.SCALAR_TYPES)
-FLOAT_TYPES = frozenset({"f16", "bf16", "f32", "f64"})
-INT_TYPES = frozenset({"i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "index"})
 TILE_CONSTRUCTORS = frozenset({"zeros"})
 # ph.<name> that are markers, decorators or type constructors, never called inside a kernel.
 NOT_CALLABLE = frozenset({"kernel", "func", "autotune", "let", "var", "const", "tensor", "zeros"})
@@ -119,6 +118,10 @@ class ExpressionTranslator:
         if isinstance(value, int):
             return ph.IntLit(value, span=span)
         if isinstance(value, float):
+            if not math.isfinite(value):
+                raise self.source.reject(
+                    node, "a float literal must be finite", help="write ph.inf for infinity"
+                )
             return ph.FloatLit(value, span=span)
         if value is None:
             raise self.source.reject(
@@ -236,17 +239,18 @@ class ExpressionTranslator:
         return ph.Keyword(node.arg, self.expr(node.value), span=self.source.span(node))
 
     def folded_literal(self, node: ast.Call, type_name: str) -> ph.Expr | None:
-        """``ph.f16(2.5)`` is the literal ``2.5f16``, as ``f16(2.5)`` is in a .ph file."""
+        """``ph.f16(2.5)`` is the literal ``2.5f16`` and ``ph.i64(7)`` is ``7i64``.
+
+        The .ph parser folds ``f16(2.5)`` the same way, so both spellings give one tree.
+        """
         if len(node.args) != 1 or node.keywords:
             return None
         arg = node.args[0]
         if not isinstance(arg, ast.Constant) or isinstance(arg.value, bool):
             return None
-        value, span = arg.value, self.source.span(node)
-        if type_name in FLOAT_TYPES and isinstance(value, (int, float)):
-            return ph.FloatLit(float(value), type_name, span=span)
-        if type_name in INT_TYPES and isinstance(value, int):
-            return ph.IntLit(value, type_name, span=span)
+        literal = self.constant(arg)
+        if isinstance(literal, ph.IntLit | ph.FloatLit):
+            return replace(literal, suffix=type_name, span=self.source.span(node))
         return None
 
     # ------------------------------------------------------------------ subscripts
@@ -263,10 +267,8 @@ class ExpressionTranslator:
                 f"ph.{base_path}[...] must be followed by its element type, then its shape",
                 help="write ph.zeros[ph.f32][BM, BN]; ph.tensor[...] stands only in a parameter type",
             )
-        items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-        return ph.Subscript(
-            self.expr(node.value), tuple(self.index_item(item) for item in items), span=span
-        )
+        items = tuple(self.index_item(item) for item in _items(node.slice))
+        return ph.Subscript(self.expr(node.value), items, span=span)
 
     def index_item(self, node: ast.expr) -> ph.IndexItem:
         span = self.source.span(node)
@@ -303,9 +305,8 @@ class ExpressionTranslator:
         kind = self.aliases.path(inner.value)
         if kind not in TILE_CONSTRUCTORS:
             return None
-        return ph.TileCtor(
-            kind, self.scalar_type(inner.slice), self.dims(node.slice), span=self.source.span(node)
-        )
+        shape = tuple(self.expr(item) for item in _items(node.slice))
+        return ph.TileCtor(kind, self.scalar_type(inner.slice), shape, span=self.source.span(node))
 
     # ------------------------------------------------------------------ types
 
@@ -323,7 +324,8 @@ class ExpressionTranslator:
         inner = node.value if isinstance(node, ast.Subscript) else None
         if isinstance(inner, ast.Subscript) and self.aliases.path(inner.value) == "tensor":
             dtype = self.scalar_type(inner.slice)
-            return ph.TensorType(dtype, self.dims(node.slice), span=self.source.span(node))
+            dims = tuple(self.dimension(d) for d in _items(node.slice))
+            return ph.TensorType(dtype, dims, span=self.source.span(node))
         if self.aliases.path(node) in SCALAR_TYPES:
             return self.scalar_type(node)
         raise self.source.reject(
@@ -332,6 +334,19 @@ class ExpressionTranslator:
             help="write a scalar type (ph.f32) or a tensor (ph.tensor[ph.f32][N, K])",
         )
 
-    def dims(self, node: ast.expr) -> tuple[ph.Expr, ...]:
-        items = node.elts if isinstance(node, ast.Tuple) else [node]
-        return tuple(self.expr(item) for item in items)
+    def dimension(self, node: ast.expr) -> ph.Expr:
+        """A tensor dimension: a named extent or an integer, bound when the kernel launches."""
+        if isinstance(node, ast.Name) or (
+            isinstance(node, ast.Constant) and type(node.value) is int
+        ):
+            return self.expr(node)
+        raise self.source.reject(
+            node,
+            "a tensor dimension is a named extent (N) or an integer (64)",
+            help="name the extent and compute with it in the body",
+        )
+
+
+def _items(node: ast.expr) -> list[ast.expr]:
+    """The comma-separated items of a subscript (``t[a, b]`` holds a tuple)."""
+    return node.elts if isinstance(node, ast.Tuple) else [node]
