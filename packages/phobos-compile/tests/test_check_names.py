@@ -43,6 +43,11 @@ def test_var_assignments_keep_type_and_shape():
     err = failure("var t = x[0 :+ 8]\nt = x[0 :+ 16]")
     assert at(err) == (2, 5)
     assert "tile<f32>[8]" in err.message and "tile<f32>[16]" in err.message
+    err = failure("var t = zeros<f32>[8]\nt = 0.0")
+    assert at(err) == (2, 5)
+    assert "is a tile<f32>[8], but the value is a f32" in err.message
+    err = failure("var s = 0.0\ns = x[0 :+ 8]")
+    assert "is a f32, but the value is a tile<f32>[8]" in err.message
 
 
 def test_var_that_receives_a_partial_tile_is_partial_from_the_start():

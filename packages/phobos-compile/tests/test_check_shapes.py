@@ -146,6 +146,12 @@ def test_trans_arange_zeros_fill():
     assert i.value == ir.Iota(ir.TileT("index", (8,)))
     assert z.value == ir.Full(0.0, ir.TileT("f16", (2, 8)))
     assert isinstance(f.value, ir.Fill) and f.var.type == ir.TileT("f32", (8,))
+    err = failure("let t = ones<f32>[4]")
+    assert at(err) == (1, 9)
+    assert "unknown tile constructor 'ones'" in err.message
+    assert err.diagnostics[0].help == "start from zeros and add: `zeros<f32>[...] + v`"
+    err = failure("let t = zeros<f32>[n]")
+    assert "tile extent must be a compile-time integer" in err.message
     err = failure("let t = trans(v[0 :+ 4])")
     assert "2-D tile" in err.message
     err = failure("let t = arange(n)")

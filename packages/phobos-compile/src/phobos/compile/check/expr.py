@@ -340,18 +340,16 @@ class ExprLowerer:
         raise NotImplementedError("StmtLowerer inlines fn calls")
 
     def _tilector(self, expr: ast.TileCtor, scope: Scope) -> Value:
-        fills = {"zeros": 0, "ones": 1}
-        if expr.kind not in fills:
+        if expr.kind != "zeros":
             raise error(
-                expr.span, f"unknown tile constructor '{expr.kind}'", help="use zeros or ones"
+                expr.span,
+                f"unknown tile constructor '{expr.kind}'",
+                help=f"start from zeros and add: `zeros<{expr.dtype.name}>[...] + v`",
             )
         dtype = expr.dtype.name
         shape = tuple(self.tile_extent(e, scope) for e in expr.shape)
-        value = fills[expr.kind]
-        fill: int | float | bool = bool(value) if dtype == "bool" else value
-        if is_float(dtype):
-            fill = float(value)
-        return ir.Full(fill, ir.TileT(dtype, shape), expr.span)
+        zero: int | float | bool = False if dtype == "bool" else 0.0 if is_float(dtype) else 0
+        return ir.Full(zero, ir.TileT(dtype, shape), expr.span)
 
     def tile_extent(self, expr: ast.Expr, scope: Scope) -> int:
         extent = self.compile_time_int(expr, scope, "a tile extent")

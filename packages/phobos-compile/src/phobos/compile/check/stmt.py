@@ -97,9 +97,6 @@ class StmtLowerer(ExprLowerer):
             if not literal_fits(got, want.dtype):
                 raise error(expr.span, f"a {got.describe()} cannot be assigned to {what} ({want})")
             got = make_const(got, want.dtype, expr.span)
-            if isinstance(want, ir.TileT):
-                return to_shape(got, want.shape, expr.span)
-            return got
         if got.type.dtype != want.dtype:
             raise error(
                 expr.span,
