@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from phobos.compile.syntax import ast as ph
+from phobos.compile.syntax import parse
 
 MODULE = """\
 # About the module: dropped, it leads an import.
@@ -108,3 +109,12 @@ def test_comments_next_to_host_code_are_not_taken(translate) -> None:
     ).module
     assert module.end_comments == ()
     assert module.items[0].body.end_comments == ()
+
+
+def test_commented_code_prints_and_parses_back_to_the_same_tree(translate) -> None:
+    program = translate(MODULE)
+    assert parse(program.text) == program.module
+    assert "    x: tensor<f32>[N], // after x\n" in program.text
+    assert (
+        "    for i in 0 .. n {\n        // on the loop header\n        x[i] = v\n" in program.text
+    )
