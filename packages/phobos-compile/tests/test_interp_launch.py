@@ -15,7 +15,7 @@ kernel scale(x: tensor<f32>[N], out: tensor<f32>[N], w: tensor<f32>[4, M], alpha
     out[0 :+ 4] = x[0 :+ 4]
 }
 """
-FILE = "scale.ph"
+FILE = "interp_launch.ph"
 register_source(FILE, SOURCE)
 
 
@@ -77,7 +77,7 @@ def test_launch_errors_are_phobos_errors_at_the_parameter():
     assert isinstance(err, PhobosError)
     assert err.span == X.span
     rendered = str(err)
-    assert rendered.startswith("scale.ph:1:14: error: parameter 'x' is a tensor<f32>[N]")
+    assert rendered.startswith("interp_launch.ph:1:14: error: parameter 'x' is a tensor<f32>[N]")
     assert "    " + SOURCE.splitlines()[0] in rendered
     assert "^" * len("x: tensor<f32>[N]") in rendered
 

@@ -20,7 +20,7 @@ kernel racy(x: tensor<f32>[N], out: tensor<f32>[N]) {
     out[base :+ 4] = x[base :+ 4]
 }
 """
-FILE = "racy.ph"
+FILE = "interp_races.ph"
 register_source(FILE, SOURCE)
 
 
@@ -97,8 +97,8 @@ def test_two_blocks_writing_one_element():
     assert note.span == SAME_WINDOW.span
     assert note.message == "block (0, 0, 0) wrote out[0] here"
     rendered = err.render()
-    assert rendered.startswith("racy.ph:3:5: error: data race on out[0]")
-    assert "racy.ph:3:5: note: block (0, 0, 0) wrote out[0] here" in rendered
+    assert rendered.startswith("interp_races.ph:3:5: error: data race on out[0]")
+    assert "interp_races.ph:3:5: note: block (0, 0, 0) wrote out[0] here" in rendered
     assert rendered.count(SOURCE.splitlines()[2]) == 2
 
 
