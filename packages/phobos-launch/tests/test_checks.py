@@ -1,0 +1,274 @@
+"""Every check a launch makes, with its message; nothing is launched when one fails."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from phobos.launch import LaunchError, load_kernel
+
+BASE = 0x7F0000000000
+
+
+def saxpy_args(fakes, n=1000, **out):
+    x = fakes.cuda_array((n,), ptr=BASE)
+    y = fakes.cuda_array((n,), ptr=BASE + 0x10000)
+    o = fakes.cuda_array((n,), ptr=BASE + 0x20000, **out)
+    return [x, y, o, 2.0]
+
+
+def refused(kernel, driver, args, pattern):
+    with pytest.raises(LaunchError, match=pattern) as info:
+        kernel.launch((1,), args)
+    assert driver.launches == []
+    return str(info.value)
+
+
+def test_good_arguments_bind(saxpy, fakes):
+    binding = saxpy.bind(saxpy_args(fakes))
+    assert binding.device == 0
+    assert binding.extents == {"N": 1000}
+    assert binding.slot_values == (BASE, BASE + 0x10000, BASE + 0x20000, 1000, 2.0)
+
+
+def test_argument_count(saxpy, driver, fakes):
+    message = refused(saxpy, driver, saxpy_args(fakes)[:3], "takes 4 arguments")
+    assert message == "saxpy takes 4 arguments (x, y, out, alpha), got 3"
+
+
+def test_dtype(saxpy, driver, fakes):
+    args = saxpy_args(fakes)
+    args[1] = fakes.cuda_array((1000,), typestr="<f2", ptr=BASE)
+    message = refused(saxpy, driver, args, "expected a f32 tensor")
+    assert message == "saxpy: y: expected a f32 tensor, got f16 (shape (1000,))"
+
+
+def test_unknown_typestr_is_named_as_given(saxpy, driver, fakes):
+    args = saxpy_args(fakes)
+    args[0] = fakes.cuda_array((1000,), typestr="<c8", ptr=BASE)
+    refused(saxpy, driver, args, r"x: expected a f32 tensor, got <c8")
+
+
+def test_rank(saxpy, driver, fakes):
+    args = saxpy_args(fakes)
+    args[2] = fakes.cuda_array((10, 100), ptr=BASE)
+    message = refused(saxpy, driver, args, "expected a 1-D tensor")
+    assert "out: expected a 1-D tensor for tensor<f32>[N], got shape (10, 100) (2-D)" in message
+
+
+def test_named_extent_disagreement_names_both(saxpy, driver, fakes):
+    args = saxpy_args(fakes)
+    args[1] = fakes.cuda_array((999,), ptr=BASE)
+    message = refused(saxpy, driver, args, "extent N disagrees")
+    assert message == "saxpy: extent N disagrees: x has N = 1000 (axis 0), y has N = 999 (axis 0)"
+
+
+def test_literal_dim(scale_contract, driver, fakes):
+    kernel = load_kernel(scale_contract, cubin=b"C", driver=driver)
+    a = fakes.cuda_array((8, 4), typestr="<f2")
+    b = fakes.cuda_array((4, 32), typestr="<f2")
+    c = fakes.cuda_array((8, 64))
+    message = refused(kernel, driver, [a, b, c, 1.0, 3, True], "must be 64")
+    assert message == (
+        "scale: b: axis 1 must be 64 (declared tensor<f16>[K, 64]), got 32 (shape (4, 32))"
+    )
+
+
+def test_arrays_on_two_gpus(saxpy, driver, fakes):
+    args = saxpy_args(fakes)
+    driver.pointer_devices[BASE + 0x20000] = 1
+    message = refused(saxpy, driver, args, "one GPU")
+    assert message == "saxpy: out is on GPU 1 but x is on GPU 0; pass all arrays on one GPU"
+
+
+def test_torch_tensors_on_two_gpus(saxpy, driver, fakes):
+    args = [fakes.tensor((4,)), fakes.tensor((4,), device=1), fakes.tensor((4,)), 1.0]
+    refused(saxpy, driver, args, "y is on GPU 1 but x is on GPU 0")
+
+
+def test_kernel_pinned_to_a_device(driver, contract, fakes):
+    kernel = load_kernel(contract, cubin=b"C", device=0, driver=driver)
+    args = [fakes.tensor((4,), device=1) for _ in range(3)] + [1.0]
+    refused(kernel, driver, args, "arrays are on GPU 1 but the kernel was loaded for GPU 0")
+
+
+def test_cpu_tensor_is_refused_with_a_hint(saxpy, driver, fakes):
+    args = [fakes.tensor((4,)), fakes.tensor((4,), device=-1), fakes.tensor((4,)), 1.0]
+    message = refused(saxpy, driver, args, "y:")
+    assert message == (
+        "saxpy: y: got a torch tensor on cpu; move it to the GPU first (.cuda() or .to('cuda'))"
+    )
+
+
+def test_host_array_and_other_objects(saxpy, driver, fakes):
+    args = saxpy_args(fakes)
+    args[0] = fakes.host_array()
+    message = refused(saxpy, driver, args, "host array")
+    assert message.startswith("saxpy: x: expected a GPU array for tensor<f32>[N]; got a host")
+    assert "CPU interpreter" in message
+    args[0] = [1.0, 2.0]
+    refused(saxpy, driver, args, r"got list \[1.0, 2.0\], which is not a GPU array")
+
+
+def test_pointer_the_driver_does_not_know(saxpy, driver, fakes):
+    args = saxpy_args(fakes)
+    args[0] = fakes.cuda_array((1000,), ptr=0x40)
+    refused(saxpy, driver, args, "0x40 is not GPU memory the CUDA driver knows")
+
+
+def test_alignment(saxpy, driver, fakes):
+    args = saxpy_args(fakes)
+    args[0] = fakes.cuda_array((1000,), ptr=BASE + 4)
+    message = refused(saxpy, driver, args, "not a multiple of 16 bytes")
+    assert message.startswith(
+        "saxpy: x: data pointer 0x7f0000000004 is not a multiple of 16 bytes, "
+        "the alignment the kernel was specialised for"
+    )
+
+
+def test_element_alignment_is_checked_even_without_a_contract_assumption(
+    scale_contract, driver, fakes
+):
+    kernel = load_kernel(scale_contract, cubin=b"C", driver=driver)
+    a = fakes.cuda_array((8, 4), typestr="<f2", ptr=BASE + 1)
+    b = fakes.cuda_array((4, 64), typestr="<f2")
+    c = fakes.cuda_array((8, 64))
+    refused(kernel, driver, [a, b, c, 1.0, 3, True], "not a multiple of 2 bytes")
+
+
+def test_unit_stride(saxpy, driver, fakes):
+    args = saxpy_args(fakes)
+    args[1] = fakes.cuda_array((1000,), ptr=BASE, strides=(8,))
+    message = refused(saxpy, driver, args, "non-contiguous")
+    assert message == (
+        "saxpy: y: non-contiguous last axis (stride 2, shape (1000,)); the kernel was "
+        "specialised for unit stride; pass .contiguous()"
+    )
+
+
+def test_unit_stride_ignores_a_last_axis_of_one(saxpy, fakes):
+    args = saxpy_args(fakes, n=1)
+    args[1] = fakes.cuda_array((1,), ptr=BASE, strides=(40,))
+    assert saxpy.bind(args).extents == {"N": 1}
+
+
+def test_strides_that_are_not_whole_elements(saxpy, driver, fakes):
+    args = saxpy_args(fakes)
+    args[1] = fakes.cuda_array((1000,), ptr=BASE, strides=(6,))
+    refused(saxpy, driver, args, r"y: strides \(6,\) \(bytes\) are not whole elements of 4")
+
+
+def test_readonly_array_the_kernel_writes(saxpy, driver, fakes):
+    args = saxpy_args(fakes, readonly=True)
+    message = refused(saxpy, driver, args, "read-only")
+    assert message.startswith(
+        "saxpy: out is read-only (its __cuda_array_interface__ says readonly)"
+    )
+    readonly_input = saxpy_args(fakes)
+    readonly_input[0] = fakes.cuda_array((1000,), ptr=BASE, readonly=True)
+    saxpy.launch((1,), readonly_input)
+
+
+def test_index_width_extent(saxpy, driver, fakes):
+    args = saxpy_args(fakes, n=2**31)
+    args[0] = fakes.cuda_array((2**31,), ptr=BASE)
+    args[1] = fakes.cuda_array((2**31,), ptr=BASE)
+    message = refused(saxpy, driver, args, "64-bit variant is needed")
+    assert message.startswith("saxpy: extent N = 2147483648 (axis 0 of x) does not fit")
+
+
+def test_index_width_element_offset(scale_contract, driver, fakes):
+    scale_contract["index_width"] = 32
+    for slot in scale_contract["slots"]:
+        if slot["kind"] in ("stride", "extent"):
+            slot["type"] = "i32"
+    kernel = load_kernel(scale_contract, cubin=b"C", driver=driver)
+    a = fakes.cuda_array((2, 4), typestr="<f2", strides=(2**32, 2))
+    b = fakes.cuda_array((4, 64), typestr="<f2")
+    c = fakes.cuda_array((2, 64))
+    message = refused(kernel, driver, [a, b, c, 1.0, 3, True], "64-bit variant")
+    assert message.startswith("scale: a: element offsets reach 2147483651 (≥ 2^31)")
+
+
+def test_stride_slot_that_overflows_32_bits(scale_contract, driver, fakes):
+    scale_contract["index_width"] = 32
+    for slot in scale_contract["slots"]:
+        if slot["kind"] in ("stride", "extent"):
+            slot["type"] = "i32"
+    kernel = load_kernel(scale_contract, cubin=b"C", driver=driver)
+    a = fakes.cuda_array((1, 4), typestr="<f2", strides=(2**32, 2))
+    b = fakes.cuda_array((4, 64), typestr="<f2")
+    c = fakes.cuda_array((1, 64))
+    message = refused(kernel, driver, [a, b, c, 1.0, 3, True], "does not fit")
+    assert message == (
+        "scale: stride 0 of a = 2147483648 does not fit this variant's i32 index slots; "
+        "a 64-bit variant is needed"
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "pattern"),
+    [
+        ("2.0", "alpha: expected a f32 scalar (a real number), got str '2.0'"),
+        (None, "alpha: expected a f32 scalar (a real number), got NoneType None"),
+    ],
+)
+def test_scalar_of_the_wrong_kind(saxpy, driver, fakes, value, pattern):
+    args = saxpy_args(fakes)
+    args[3] = value
+    refused(saxpy, driver, args, re.escape(pattern))
+
+
+def test_array_for_a_scalar(saxpy, driver, fakes):
+    args = saxpy_args(fakes)
+    args[3] = fakes.tensor((1,))
+    refused(saxpy, driver, args, "alpha: expected a f32 scalar .* got an array")
+
+
+def test_scalar_that_does_not_fit(scale_contract, driver, fakes):
+    kernel = load_kernel(scale_contract, cubin=b"C", driver=driver)
+    a = fakes.cuda_array((8, 4), typestr="<f2")
+    b = fakes.cuda_array((4, 64), typestr="<f2")
+    c = fakes.cuda_array((8, 64))
+    refused(kernel, driver, [a, b, c, 1e6, 3, True], r"scale: s: 1000000.0 does not fit f16")
+    refused(kernel, driver, [a, b, c, 1.0, 2**63, True], r"scale: n: \d+ does not fit i64")
+    refused(kernel, driver, [a, b, c, 1.0, 2.5, True], r"n: expected a i64 scalar \(an integer\)")
+    refused(kernel, driver, [a, b, c, 1.0, 3, 2], r"on: expected a bool scalar \(True or False\)")
+
+
+@pytest.mark.parametrize(
+    ("grid", "pattern"),
+    [
+        ((2**31,), "grid x = 2147483648 exceeds the limit 2147483647"),
+        ((1, 65536), "grid y = 65536 exceeds the limit 65535"),
+        ((1, 1, 70000), "grid z = 70000 exceeds the limit 65535"),
+        ((-1,), "grid x = -1 is negative"),
+        ((1.5,), "grid x must be an int, got float 1.5"),
+        ((), r"a grid is a tuple of 1 to 3 ints, got \(\)"),
+        ((1, 1, 1, 1), "a grid is a tuple of 1 to 3 ints"),
+        (4, "a grid is a tuple of 1 to 3 ints, got 4"),
+    ],
+)
+def test_grid_limits(saxpy, driver, fakes, grid, pattern):
+    with pytest.raises(LaunchError, match=pattern):
+        saxpy.launch(grid, saxpy_args(fakes))
+    assert driver.launches == []
+
+
+def test_shared_memory_over_the_device_limit(scale_contract, driver, fakes):
+    driver.max_smem = 48 * 1024
+    kernel = load_kernel(scale_contract, cubin=b"C", driver=driver)
+    a = fakes.cuda_array((8, 4), typestr="<f2")
+    b = fakes.cuda_array((4, 64), typestr="<f2")
+    c = fakes.cuda_array((8, 64))
+    message = refused(kernel, driver, [a, b, c, 1.0, 3, True], "shared memory")
+    assert message == (
+        "scale needs 66560 bytes of shared memory per block (static 1024 + dynamic 65536) "
+        "but GPU 0 allows 49152"
+    )
+
+
+def test_block_larger_than_the_compiled_kernel_allows(saxpy, driver, fakes):
+    driver.max_threads = 64
+    refused(saxpy, driver, saxpy_args(fakes), "block has 128 threads but .* at most 64")
