@@ -7,8 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from phobos.cache import CONTRACT_FILE, CUBIN_FILE, PTX_FILE, Cache, cache_key, kernel_record
-from phobos.cache import cache as cache_module
+from phobos.cache import (
+    CONTRACT_FILE,
+    CUBIN_FILE,
+    PTX_FILE,
+    Cache,
+    cache_key,
+    fallback,
+    kernel_record,
+)
 
 KernelMaker = Callable[..., tuple[str, dict, dict[str, bytes]]]
 
@@ -18,8 +25,8 @@ def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """No test touches the real user cache or inherits another test's fallback state."""
     monkeypatch.setenv("PHOBOS_CACHE_DIR", str(tmp_path / "default-root"))
     monkeypatch.delenv("PHOBOS_CACHE_MAX_BYTES", raising=False)
-    monkeypatch.setattr(cache_module, "_warned_unwritable", False)
-    monkeypatch.setattr(cache_module, "_memory_stores", {})
+    monkeypatch.setattr(fallback, "_warned_unwritable", False)
+    monkeypatch.setattr(fallback, "_memory_stores", {})
 
 
 @pytest.fixture

@@ -1,8 +1,9 @@
 """A cache folder that cannot be written degrades to memory, with one warning per process.
 
 The tests run as root, where a chmod'ed folder is still writable, so they make the folder
-unwritable in two ways that hold for root too: a root path under a regular file (creating it
-fails), and a disk store whose rename is monkeypatched to fail as a read-only filesystem does.
+unwritable in ways that hold for root too: a root path under a regular file (creating it fails,
+for real), and, to stand for a read-only filesystem, ``DiskStore.open`` or ``DiskStore.publish``
+monkeypatched to raise EROFS as such a filesystem does.
 """
 
 from __future__ import annotations
@@ -41,15 +42,17 @@ def test_a_root_that_cannot_be_created_degrades_to_memory_with_one_warning(
     assert second.verify() == []
 
 
+def _read_only(*_args: object) -> None:
+    raise OSError(errno.EROFS, "Read-only file system")
+
+
 def test_a_put_that_fails_on_disk_degrades_to_memory(
     root: Path, kernel, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def read_only(*_args: object) -> None:
-        raise OSError(errno.EROFS, "Read-only file system")
-
     cache = Cache(root)
+    on_disk = cache.put(*kernel("on-disk"))
     assert not cache.in_memory
-    monkeypatch.setattr(DiskStore, "publish", read_only)
+    monkeypatch.setattr(DiskStore, "publish", _read_only)
     key, record, files = kernel()
     with pytest.warns(CacheWarning, match="Read-only file system") as caught:
         entry = cache.put(key, record, files)
@@ -58,7 +61,30 @@ def test_a_put_that_fails_on_disk_degrades_to_memory(
     assert len(caught) == 1
     assert cache.in_memory
     assert cache.get(key) is entry
-    assert sorted(cache.keys()) == sorted([key, other_key])
+    assert cache.get(on_disk.key).path == on_disk.path  # still read from disk
+    assert sorted(cache.keys()) == sorted([key, other_key, on_disk.key])
+
+
+def test_a_read_only_cache_still_serves_its_entries(
+    root: Path, kernel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    baked_key, baked_record, baked_files = kernel("baked")
+    Cache(root).put(baked_key, baked_record, baked_files)
+    monkeypatch.setattr(DiskStore, "open", _read_only)
+    monkeypatch.setattr(DiskStore, "publish", _read_only)
+    with pytest.warns(CacheWarning, match="cached in memory only"):
+        cache = Cache(root)
+    assert cache.in_memory
+
+    entry, built = cache.get_or_build(baked_key, baked_record, lambda: {})
+    assert built is False and dict(entry.files) == baked_files
+    new_key, new_record, new_files = kernel("new")
+    _, built = cache.get_or_build(new_key, new_record, lambda: new_files)
+    assert built is True
+    _, built_again = Cache(root).get_or_build(new_key, new_record, lambda: new_files)
+    assert built_again is False
+    assert not (root / "v1" / new_key[:2] / new_key).exists()
+    assert cache.verify() == []
 
 
 def test_memory_entries_are_bounded_too(tmp_path: Path, kernel) -> None:

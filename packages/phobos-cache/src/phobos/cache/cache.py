@@ -2,7 +2,8 @@
 
 Policy lives here and mechanism in the stores: ``Cache`` checks keys and file names, bounds the
 size with least-recently-used eviction and falls back to memory, with one warning per process,
-when its folder cannot be written.  ``DiskStore`` does the atomic renames and the integrity check.
+when its folder cannot be written (``fallback``).  ``DiskStore`` does the atomic renames and the
+integrity check.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ import json
 import os
 import threading
 import time
-import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,18 +19,13 @@ from typing import Any
 
 from phobos.cache.disk import DiskStore
 from phobos.cache.entry import Entry, EntryInfo, Problem
+from phobos.cache.fallback import MemoryOverDisk, fallback_store
 from phobos.cache.key import cache_key, check_key
-from phobos.cache.location import ROOT_ENV, default_max_bytes, default_root, parse_size
+from phobos.cache.location import default_max_bytes, default_root, parse_size
 from phobos.cache.manifest import build_manifest, check_file_name
-from phobos.cache.memory import MemoryStore
-from phobos.cache.warn import CacheWarning
 
 RECORD_FILE = "record.json"
 EVICT_TO = 0.9  # after crossing the bound, evict down to this fraction of it
-
-_memory_stores: dict[str, MemoryStore] = {}
-_warned_unwritable = False
-_fallback_lock = threading.Lock()
 
 
 def record_key(namespace: str, key: str) -> str:
@@ -64,7 +59,7 @@ class Cache:
         try:
             disk.open()
         except OSError as exc:
-            self._store: DiskStore | MemoryStore = _memory_store(self.root, exc)
+            self._store: DiskStore | MemoryOverDisk = fallback_store(disk, exc)
         else:
             self._store = disk
         self._total: int | None = None
@@ -72,8 +67,9 @@ class Cache:
 
     @property
     def in_memory(self) -> bool:
-        """True when the folder could not be written and entries live in this process only."""
-        return isinstance(self._store, MemoryStore)
+        """True when the folder cannot be written: new entries live in this process only
+        (entries already on disk are still read)."""
+        return isinstance(self._store, MemoryOverDisk)
 
     def get(self, key: str) -> Entry | None:
         """The entry for ``key`` with every file checked against its sha256, or None.
@@ -94,7 +90,9 @@ class Cache:
         try:
             entry = self._store.publish(key, manifest, contents)
         except OSError as exc:
-            self._store = _memory_store(self.root, exc)
+            if not isinstance(self._store, DiskStore):
+                raise
+            self._store = fallback_store(self._store, exc)
             entry = self._store.publish(key, manifest, contents)
         self._account(key)
         return entry
@@ -211,7 +209,11 @@ class Cache:
         }
 
     def _path(self, key: str) -> Path | None:
-        return self._store.folder(key) if isinstance(self._store, DiskStore) else None
+        if isinstance(self._store, MemoryOverDisk):
+            store = None if self._store.memory.usage(key) else self._store.disk
+        else:
+            store = self._store
+        return None if store is None else store.folder(key)
 
 
 def _record_key_record(namespace: str, key: str) -> dict[str, str]:
@@ -242,19 +244,3 @@ def _resolve_max_bytes(max_bytes: int | str | None) -> int:
     if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes <= 0:
         raise ValueError(f"max_bytes must be a positive number of bytes, not {max_bytes!r}")
     return max_bytes
-
-
-def _memory_store(root: Path, reason: OSError) -> MemoryStore:
-    """The process's in-memory store for ``root``; the first time in a process, say why."""
-    global _warned_unwritable
-    with _fallback_lock:
-        if not _warned_unwritable:
-            _warned_unwritable = True
-            warnings.warn(
-                f"phobos cache: cannot write to {root} ({reason}); caching in memory for this "
-                f"process only, so kernels will compile again next time. Set {ROOT_ENV} to a "
-                "writable folder.",
-                CacheWarning,
-                stacklevel=3,
-            )
-        return _memory_stores.setdefault(str(root.absolute()), MemoryStore(root))

@@ -1,7 +1,6 @@
-"""The in-memory store the cache falls back to when its folder cannot be written.
+"""Entries held in this process, for when the cache folder cannot be written (``fallback``).
 
-It has the disk store's methods, so the cache's policy (verification, eviction) is the same;
-it lives as long as the process and is shared by every ``Cache`` on the same root.
+It has the disk store's methods, so the cache's policy (the size bound, eviction) is the same.
 """
 
 from __future__ import annotations
@@ -29,9 +28,6 @@ class MemoryStore:
             if entry is not None:
                 self._last_used[key] = time.time()
             return entry
-
-    def check(self, key: str) -> str | None:
-        return None  # bytes held in this process cannot be torn by another
 
     def publish(self, key: str, manifest: Mapping[str, Any], files: Mapping[str, bytes]) -> Entry:
         with self._lock:
@@ -67,9 +63,6 @@ class MemoryStore:
                 return None
             created = entry.manifest["created"]
             return EntryInfo(key, None, entry.record, _size(entry), created, self._last_used[key])
-
-    def sweep_temp(self, max_age: float = 0) -> int:
-        return 0
 
 
 def _size(entry: Entry) -> int:

@@ -1,0 +1,78 @@
+"""What the cache does when its folder cannot be written: new entries go to memory.
+
+Entries already on disk are still read (and checked), so a read-only cache, baked into an image
+for example, still serves its kernels; what this process builds lives only as long as it does.
+The first time this happens in a process, one ``CacheWarning`` says why.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from phobos.cache.disk import DiskStore
+from phobos.cache.entry import Entry, EntryInfo
+from phobos.cache.location import ROOT_ENV
+from phobos.cache.memory import MemoryStore
+from phobos.cache.warn import CacheWarning
+
+_memory_stores: dict[str, MemoryStore] = {}
+_warned_unwritable = False
+_lock = threading.Lock()
+
+
+class MemoryOverDisk:
+    """Writes to a process-wide memory store for the root; reads memory, then the disk."""
+
+    def __init__(self, memory: MemoryStore, disk: DiskStore) -> None:
+        self.memory = memory
+        self.disk = disk
+
+    def load(self, key: str) -> Entry | None:
+        return self.memory.load(key) or self.disk.load(key)
+
+    def check(self, key: str) -> str | None:
+        return None if self.memory.usage(key) else self.disk.check(key)
+
+    def publish(self, key: str, manifest: Mapping[str, Any], files: Mapping[str, bytes]) -> Entry:
+        return self.memory.publish(key, manifest, files)
+
+    def touch(self, key: str) -> None:
+        self.memory.touch(key)
+
+    def remove(self, key: str) -> bool:
+        return self.memory.remove(key) or self.disk.remove(key)
+
+    def stored_keys(self) -> Iterator[str]:
+        in_memory = set(self.memory.stored_keys())
+        return iter(in_memory | set(self.disk.stored_keys()))
+
+    def usage(self, key: str) -> tuple[int, float] | None:
+        """Only the memory's entries count against the bound: the disk's are not ours to evict."""
+        return self.memory.usage(key)
+
+    def info(self, key: str) -> EntryInfo | None:
+        return self.memory.info(key) or self.disk.info(key)
+
+    def sweep_temp(self) -> int:
+        return 0
+
+
+def fallback_store(disk: DiskStore, reason: OSError) -> MemoryOverDisk:
+    """The fallback for ``disk``'s root; the first time in a process, warn with ``reason``."""
+    global _warned_unwritable
+    with _lock:
+        if not _warned_unwritable:
+            _warned_unwritable = True
+            warnings.warn(
+                f"phobos cache: cannot write to {disk.root} ({reason}); kernels built in this "
+                f"process are cached in memory only and will compile again next time. Set "
+                f"{ROOT_ENV} to a writable folder.",
+                CacheWarning,
+                stacklevel=3,
+            )
+        memory = _memory_stores.setdefault(str(Path(disk.root).absolute()), MemoryStore(disk.root))
+    return MemoryOverDisk(memory, disk)
