@@ -243,7 +243,10 @@ class _Parser:
     def tune_param(self) -> ast.TuneParam:
         first = self.expect_name("an autotune parameter name", _TUNE_HELP)
         if not self.at("in"):
-            raise self.unexpected(f"`in` after `{first.text}`", _TUNE_HELP)
+            python_help = f"`{first.text}=...` is the Python spelling; in Phobos, " + _TUNE_HELP
+            raise self.unexpected(
+                f"`in` after `{first.text}`", python_help if self.at("=") else _TUNE_HELP
+            )
         self.advance()
         open_tok = self.tok
         space: ast.PowerRange | ast.ValueSet
