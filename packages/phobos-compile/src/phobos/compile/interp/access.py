@@ -1,4 +1,8 @@
-"""``Load`` and ``Store``: evaluate the indices, clip the window, record accesses for the race check."""
+"""``Load`` and ``Store``: evaluate the indices, clip the window, record accesses for the race check.
+
+A scalar cannot be absent, so a point-only load outside the tensor reads zero (as
+the GPU code does) without touching memory; a point-only store there is skipped.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,6 @@ from collections.abc import Callable
 
 import numpy as np
 
-from phobos.compile.diagnostics import error
 from phobos.compile.interp.binding import Launch
 from phobos.compile.interp.frame import Code, Frame
 from phobos.compile.interp.memory import locate
@@ -40,17 +43,12 @@ def compile_load(
     site = tracker.site(node.span, writes=False) if tracked else -1
 
     if isinstance(node.type, ir.ScalarT):
+        zero = memory.dtype.type(0)
 
         def load_element(frame: Frame) -> np.generic:
             index = tuple(int(s(frame)) for s in starts)
             if not memory.contains(index):
-                raise error(
-                    node.span,
-                    f"{frame.where()} reads {name}[{', '.join(map(str, index))}], outside "
-                    f"{name} (shape {memory.shape})",
-                    help="guard the read with an if, or read a window (t[i :+ 1]) whose "
-                    "lanes outside the tensor are absent",
-                )
+                return zero
             if tracked:
                 tracker.read(name, locate(memory.shape, list(index), lengths), site)
             return memory.read_element(index)

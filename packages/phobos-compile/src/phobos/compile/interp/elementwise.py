@@ -2,8 +2,9 @@
 
 Integer ``div`` truncates toward zero and ``mod`` takes the dividend's sign (as in
 C and on the GPU), where numpy's ``//`` and ``%`` floor.  ``max`` and ``min``
-ignore a NaN operand, as CUDA's ``fmaxf``/``fminf`` do.  Every function works on
-numpy arrays and numpy scalars alike; integers wrap at their width.
+give NaN when either operand is NaN (numpy's ``maximum``; the GPU runtime's
+``phobos::max`` does the same).  Every function works on numpy arrays and numpy
+scalars alike; integers wrap at their width.
 """
 
 from __future__ import annotations
@@ -41,8 +42,8 @@ BINARY: dict[str, Callable] = {
     "ge": np.greater_equal,
     "land": np.logical_and,
     "lor": np.logical_or,
-    "max": np.fmax,
-    "min": np.fmin,
+    "max": np.maximum,
+    "min": np.minimum,
 }
 
 UNARY: dict[str, Callable] = {

@@ -34,7 +34,7 @@ def reduce(op: str, tile: Tile, axis: int, operand_dtype: str, result_dtype: np.
         accumulate = np.float32 if operand_dtype in _NARROW_FLOATS else result_dtype
         reduced = values.sum(axis=axis, dtype=accumulate).astype(result_dtype)
     else:
-        combine = np.fmax if op == "max" else np.fmin
+        combine = np.maximum if op == "max" else np.minimum
         reduced = combine.reduce(values, axis=axis).astype(result_dtype)
     if operand_dtype == "bf16":
         reduced = round_to_bf16(reduced)
