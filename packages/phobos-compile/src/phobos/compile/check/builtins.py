@@ -8,12 +8,14 @@ when they are wrong.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from phobos.compile.check.broadcast import broadcast_shapes, is_partial, shape_of, to_shape
-from phobos.compile.check.expr import ExprLowerer, Value, describe, type_name
+from phobos.compile.check.messages import describe, type_name
 from phobos.compile.check.scope import Scope
 from phobos.compile.check.types import (
     Literal,
+    Value,
     is_float,
     is_int,
     is_numeric,
@@ -24,11 +26,14 @@ from phobos.compile.diagnostics import error
 from phobos.compile.ir import nodes as ir
 from phobos.compile.syntax import ast
 
+if TYPE_CHECKING:
+    from phobos.compile.check.expr import ExprLowerer
+
 FLOAT_MATH = ("exp", "exp2", "log", "log2", "sqrt", "rsqrt")
 REDUCTIONS = ("sum", "max", "min")
 DOT_DTYPES = ("f16", "bf16", "f32")
 
-Lowering = Callable[[ExprLowerer, ast.Call, Scope], Value]
+Lowering = Callable[["ExprLowerer", ast.Call, Scope], Value]
 
 
 def _args(call: ast.Call, low: int, high: int, keywords: tuple[str, ...] = ()) -> None:

@@ -7,14 +7,19 @@ literals folds here, so ``BLOCK / 2`` stays a compile-time number.
 
 from __future__ import annotations
 
+import difflib
 import math
+from abc import ABC, abstractmethod
 
 from phobos.compile.check import scope as names
 from phobos.compile.check.broadcast import broadcast_shapes, is_partial, shape_of, to_shape
+from phobos.compile.check.builtins import BUILTINS, lower_cast, lower_dot
 from phobos.compile.check.context import Context
+from phobos.compile.check.messages import describe
 from phobos.compile.check.scope import Scope
 from phobos.compile.check.types import (
     Literal,
+    Value,
     cast_target,
     common_dtype,
     is_float,
@@ -28,32 +33,11 @@ from phobos.compile.ir import nodes as ir
 from phobos.compile.span import Span
 from phobos.compile.syntax import ast
 
-Value = ir.Expr | Literal
-
 ARITHMETIC = {"+": "add", "-": "sub", "*": "mul", "/": "div", "%": "mod"}
 BITWISE = {"&": "and", "|": "or", "^": "xor"}
 SHIFTS = {"<<": "shl", ">>": "shr"}
 COMPARISONS = {"==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
 LOGICAL = {"&&": "land", "||": "lor"}
-
-
-def describe(expr: ast.Expr) -> str:
-    """A short source-like rendering of ``expr`` for help messages."""
-    if isinstance(expr, ast.Name):
-        return expr.id
-    if isinstance(expr, (ast.IntLit, ast.FloatLit)):
-        return str(expr.value) + (expr.suffix or "")
-    if isinstance(expr, ast.Ctx):
-        return f"ctx.{expr.group}.{expr.axis}"
-    if isinstance(expr, ast.Call):
-        return f"{expr.func}(...)"
-    if isinstance(expr, ast.Subscript):
-        return f"{describe(expr.base)}[...]"
-    return "..."
-
-
-def type_name(value: Value) -> str:
-    return value.describe() if isinstance(value, Literal) else str(value.type)
 
 
 def with_dtype(type: ir.IRType, dtype: str) -> ir.IRType:
@@ -68,7 +52,7 @@ def with_partial(type: ir.IRType, partial: bool) -> ir.IRType:
     return type
 
 
-class ExprLowerer:
+class ExprLowerer(ABC):
     """Lowers expressions in a ``Context``; statements and fn inlining live in ``StmtLowerer``."""
 
     def __init__(self, ctx: Context) -> None:
@@ -86,9 +70,10 @@ class ExprLowerer:
         """The value of ``expr``, a lone literal taking its default type (i32 or f32)."""
         return self.materialise(self.value(expr, scope))
 
-    def materialise(self, value: Value, dtype: str | None = None) -> ir.Expr:
+    def materialise(self, value: Value) -> ir.Expr:
+        """A typed value: a literal takes its default type."""
         if isinstance(value, Literal):
-            return make_const(value, dtype or value.default_dtype)
+            return make_const(value, value.default_dtype)
         return value
 
     def compile_time_int(self, expr: ast.Expr, scope: Scope, what: str) -> int:
@@ -259,8 +244,6 @@ class ExprLowerer:
         left = self.value(expr.left, scope)
         right = self.value(expr.right, scope)
         if expr.op == "@":
-            from phobos.compile.check.builtins import lower_dot
-
             return lower_dot(self, expr, [expr.left, expr.right], [left, right], None)
         if isinstance(left, Literal) and isinstance(right, Literal):
             folded = fold(expr, left, right)
@@ -287,7 +270,6 @@ class ExprLowerer:
             self._require(expr, dtype, ordered, "numbers")
             result = "bool"
         elif op in LOGICAL:
-            self._require(expr, dtype, dtype == "bool", "bools")
             result = "bool"
         else:
             raise error(expr.span, f"unknown operator `{op}`")
@@ -311,8 +293,6 @@ class ExprLowerer:
     # ------------------------------------------------------------------ calls and tiles
 
     def _call(self, expr: ast.Call, scope: Scope) -> Value:
-        from phobos.compile.check.builtins import BUILTINS, lower_cast
-
         if expr.func in ast.SCALAR_TYPES:
             return lower_cast(self, expr, scope)
         if expr.func in BUILTINS:
@@ -326,8 +306,6 @@ class ExprLowerer:
                     help="declare a result type (`-> f32`) and `return` a value",
                 )
             return result
-        import difflib
-
         known = [*BUILTINS, *self.ctx.functions, *ast.SCALAR_TYPES]
         close = difflib.get_close_matches(expr.func, known, n=1)
         raise error(
@@ -336,8 +314,9 @@ class ExprLowerer:
             help=f"did you mean '{close[0]}'?" if close else "declare it with `fn`",
         )
 
+    @abstractmethod
     def inline_call(self, fn: ast.Function, call: ast.Call, scope: Scope) -> Value | None:
-        raise NotImplementedError("StmtLowerer inlines fn calls")
+        """The value of a ``fn`` call, its body emitted in place (needs statements)."""
 
     def _tilector(self, expr: ast.TileCtor, scope: Scope) -> Value:
         if expr.kind != "zeros":

@@ -12,9 +12,9 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from phobos.compile.check import scope as names
-from phobos.compile.check.expr import Value, describe
+from phobos.compile.check.messages import describe
 from phobos.compile.check.scope import Binding, Scope
-from phobos.compile.check.types import Literal, literal_fits, make_const
+from phobos.compile.check.types import Literal, Value, literal_fits, make_const
 from phobos.compile.diagnostics import Note, PhobosError, error
 from phobos.compile.ir import nodes as ir
 from phobos.compile.syntax import ast
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from phobos.compile.check.stmt import StmtLowerer
 
 
-def inline_call(lw: StmtLowerer, fn: ast.Function, call: ast.Call, scope: Scope) -> Value | None:
+def inline_fn(lw: StmtLowerer, fn: ast.Function, call: ast.Call, scope: Scope) -> Value | None:
     ctx = lw.ctx
     if fn.name in ctx.fn_stack:
         raise error(

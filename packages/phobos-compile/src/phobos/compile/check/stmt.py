@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from phobos.compile.check import scope as names
 from phobos.compile.check.broadcast import broadcast_shapes, is_partial, shape_of, to_shape
-from phobos.compile.check.expr import ExprLowerer, Value, describe, type_name
+from phobos.compile.check.expr import ExprLowerer
+from phobos.compile.check.inline import inline_fn
+from phobos.compile.check.messages import describe, type_name
 from phobos.compile.check.scope import Binding, Scope
-from phobos.compile.check.types import Literal, is_int, literal_fits, make_const
+from phobos.compile.check.types import Literal, Value, is_int, literal_fits, make_const
 from phobos.compile.diagnostics import error
 from phobos.compile.ir import nodes as ir
 from phobos.compile.span import Span
@@ -40,9 +42,7 @@ class StmtLowerer(ExprLowerer):
         method(stmt, scope)
 
     def inline_call(self, fn: ast.Function, call: ast.Call, scope: Scope) -> Value | None:
-        from phobos.compile.check.inline import inline_call
-
-        return inline_call(self, fn, call, scope)
+        return inline_fn(self, fn, call, scope)
 
     # ------------------------------------------------------------------ bindings
 

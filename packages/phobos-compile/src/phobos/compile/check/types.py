@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Union
 
 from phobos.compile.diagnostics import error
 from phobos.compile.ir import nodes as ir
@@ -61,6 +62,10 @@ class Literal:
 
     def describe(self) -> str:
         return "integer literal" if self.is_int else "float literal"
+
+
+# What lowering an expression gives: a typed IR value, or a literal still open.
+Value = Union[ir.Expr, Literal]
 
 
 def literal_fits(lit: Literal, dtype: str) -> bool:
