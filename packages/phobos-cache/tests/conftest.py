@@ -16,6 +16,7 @@ from phobos.cache import (
     fallback,
     kernel_record,
 )
+from phobos.cache import cache as cache_module
 
 KernelMaker = Callable[..., tuple[str, dict, dict[str, bytes]]]
 
@@ -27,6 +28,7 @@ def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("PHOBOS_CACHE_MAX_BYTES", raising=False)
     monkeypatch.setattr(fallback, "_warned_unwritable", False)
     monkeypatch.setattr(fallback, "_memory_stores", {})
+    monkeypatch.setattr(cache_module, "_running_totals", {})
 
 
 @pytest.fixture

@@ -49,12 +49,14 @@ def test_another_processs_hit_counts_as_use(root: Path, kernel, unit: int) -> No
 
 
 def test_no_scan_below_the_bound(root: Path, kernel, monkeypatch: pytest.MonkeyPatch) -> None:
-    cache = Cache(root, max_bytes=10**9)
-    _fill(cache, kernel, "a")  # the first put measures the cache once
+    _fill(Cache(root, max_bytes=10**9), kernel, "a")  # the process's first put measures once
     scans = []
-    monkeypatch.setattr(cache, "_usages", lambda: scans.append(1) or {})
-    _fill(cache, kernel, "bcdefg")
+    monkeypatch.setattr(Cache, "_usages", lambda self: scans.append(1) or {})
+    for name in "bcdefg":  # a Cache per put, as a compiler might make: still no scan
+        _fill(Cache(root, max_bytes=10**9), kernel, name)
     assert scans == []
+    Cache(root, max_bytes=1).put(*kernel("z"))  # crossing the bound scans
+    assert scans == [1]
 
 
 def test_prune_enforces_a_lowered_bound_and_keeps_the_newest(root: Path, kernel, unit: int) -> None:

@@ -27,6 +27,11 @@ from phobos.cache.manifest import build_manifest, check_file_name
 RECORD_FILE = "record.json"
 EVICT_TO = 0.9  # after crossing the bound, evict down to this fraction of it
 
+# Bytes stored per (root, in memory), shared by every Cache in the process, so a caller may make
+# a Cache per compile without each one scanning the folder at its first put.
+_running_totals: dict[tuple[str, bool], int] = {}
+_totals_lock = threading.Lock()
+
 
 def record_key(namespace: str, key: str) -> str:
     """The entry key under which ``put_record(namespace, key, ...)`` stores its record."""
@@ -62,8 +67,6 @@ class Cache:
             self._store: DiskStore | MemoryOverDisk = fallback_store(disk, exc)
         else:
             self._store = disk
-        self._total: int | None = None
-        self._lock = threading.Lock()
 
     @property
     def in_memory(self) -> bool:
@@ -165,30 +168,35 @@ class Cache:
         """Delete what killed processes left behind, and evict least-recently-used entries
         until the cache is within its bound."""
         temp_folders = self._store.sweep_temp()
-        with self._lock:
-            total, evicted = self._evict(target=self.max_bytes, keep=None)
-            self._total = total
+        with _totals_lock:
+            _running_totals[self._totals_key], evicted = self._evict(self.max_bytes, keep=None)
         return Pruned(evicted, temp_folders)
 
     def clear(self) -> int:
         """Remove every entry; returns how many."""
         removed = sum(self._store.remove(key) for key in self.keys())
         self._store.sweep_temp()
-        with self._lock:
-            self._total = None
+        with _totals_lock:
+            _running_totals.pop(self._totals_key, None)
         return removed
 
     def _account(self, key: str) -> None:
         """Keep a running total of the bytes stored; scan and evict only when it crosses the bound."""
-        with self._lock:
-            if self._total is None:
+        with _totals_lock:
+            total = _running_totals.get(self._totals_key)
+            if total is None:
                 self._store.sweep_temp()
-                self._total = sum(size for size, _ in self._usages().values())
+                total = sum(size for size, _ in self._usages().values())
             else:
                 usage = self._store.usage(key)
-                self._total += usage[0] if usage else 0
-            if self._total > self.max_bytes:
-                self._total, _ = self._evict(target=int(self.max_bytes * EVICT_TO), keep=key)
+                total += usage[0] if usage else 0
+            if total > self.max_bytes:
+                total, _ = self._evict(int(self.max_bytes * EVICT_TO), keep=key)
+            _running_totals[self._totals_key] = total
+
+    @property
+    def _totals_key(self) -> tuple[str, bool]:
+        return str(self.root.absolute()), self.in_memory
 
     def _evict(self, target: int, keep: str | None) -> tuple[int, list[str]]:
         usages = self._usages()
@@ -209,11 +217,7 @@ class Cache:
         }
 
     def _path(self, key: str) -> Path | None:
-        if isinstance(self._store, MemoryOverDisk):
-            store = None if self._store.memory.usage(key) else self._store.disk
-        else:
-            store = self._store
-        return None if store is None else store.folder(key)
+        return self._store.folder(key)
 
 
 def _record_key_record(namespace: str, key: str) -> dict[str, str]:

@@ -60,6 +60,10 @@ class MemoryOverDisk:
     def sweep_temp(self) -> int:
         return 0
 
+    def folder(self, key: str) -> Path | None:
+        """The entry's folder when it is read from disk; None when it is held in memory."""
+        return None if self.memory.usage(key) else self.disk.folder(key)
+
 
 def fallback_store(disk: DiskStore, reason: OSError) -> MemoryOverDisk:
     """The fallback for ``disk``'s root; the first time in a process, warn with ``reason``."""
