@@ -32,6 +32,9 @@ BINARY_OPS: dict[type[ast.operator], str] = {
     ast.BitXor: "^",
 }
 
+# ``x op= e``: every binary operator but ``@`` (accumulate a product with ph.dot(a, b, acc)).
+AUGMENTED_OPS = {op: sign for op, sign in BINARY_OPS.items() if sign != "@"}
+
 COMPARE_OPS: dict[type[ast.cmpop], str] = {
     ast.Eq: "==",
     ast.NotEq: "!=",
@@ -49,6 +52,19 @@ SCALAR_TYPES = frozenset(ph.SCALAR_TYPES)
 TILE_CONSTRUCTORS = frozenset({"zeros"})
 # ph.<name> that are markers, decorators or type constructors, never called inside a kernel.
 NOT_CALLABLE = frozenset({"kernel", "func", "autotune", "let", "var", "const", "tensor", "zeros"})
+# Python builtins a kernel author reaches for, and their Phobos spelling.
+PYTHON_BUILTIN_HELP = {
+    "abs": "write ph.abs(x)",
+    "max": "write ph.max(t, axis=k) to reduce, or ph.maximum(a, b) for the larger of two",
+    "min": "write ph.min(t, axis=k) to reduce, or ph.minimum(a, b) for the smaller of two",
+    "sum": "write ph.sum(t, axis=k)",
+    "int": "write a cast: ph.i32(x), ph.i64(x) or ph.index(x)",
+    "float": "write a cast: ph.f32(x), ph.f16(x), ...",
+    "bool": "write a cast, ph.bool(x), or a comparison such as x != 0",
+    "len": "a tensor's extents are the names in its type: N in ph.tensor[ph.f32][N]",
+    "pow": "multiply, or use ph.exp2 / ph.exp and ph.log",
+    "print": "a kernel cannot print; store values into an output tensor and print them on the host",
+}
 CTX_GROUPS = frozenset({"block", "grid"})
 CTX_AXES = frozenset({"x", "y", "z"})
 
@@ -224,12 +240,12 @@ class ExpressionTranslator:
             raise self.source.reject(
                 func, "range stands only in a loop header", help="write for k in range(a, b, step):"
             )
-        shown = ast.unparse(func)
-        raise self.source.reject(
-            func,
-            f"`{shown}` is not a Phobos function",
-            help="call a phobos.lang builtin (ph.exp, ph.sum, ph.f16, ...) or a @ph.func of this module",
+        help = (
+            "call a phobos.lang builtin (ph.exp, ph.sum, ph.f16, ...) or a @ph.func of this module"
         )
+        if isinstance(func, ast.Name):
+            help = PYTHON_BUILTIN_HELP.get(func.id, help)
+        raise self.source.reject(func, f"`{ast.unparse(func)}` is not a Phobos function", help=help)
 
     def keyword(self, node: ast.keyword) -> ph.Keyword:
         if node.arg is None:

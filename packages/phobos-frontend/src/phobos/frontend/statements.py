@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from phobos.compile.span import Span
 from phobos.compile.syntax import ast as ph
 from phobos.frontend.comments import CommentStream, Position
-from phobos.frontend.expressions import BINARY_OPS, ExpressionTranslator
+from phobos.frontend.expressions import AUGMENTED_OPS, ExpressionTranslator
 from phobos.frontend.rejections import rejected
 from phobos.frontend.source import SourceFile
 
@@ -96,10 +96,12 @@ class StatementTranslator:
                 )
             return ph.Assign(self.target(node.targets[0]), exprs.expr(node.value))
         if isinstance(node, ast.AugAssign):
-            op = BINARY_OPS.get(type(node.op))
+            op = AUGMENTED_OPS.get(type(node.op))
             if op is None:
                 raise self.source.reject(
-                    node, "`**=` has no Phobos meaning", help="multiply instead"
+                    node,
+                    "`**=` and `@=` have no Phobos meaning",
+                    help="multiply instead of **; accumulate a product with acc = ph.dot(a, b, acc)",
                 )
             return ph.Assign(self.target(node.target), exprs.expr(node.value), op=op)
         if isinstance(node, ast.Return):
