@@ -11,14 +11,11 @@ from collections.abc import Callable
 import numpy as np
 
 from phobos.compile.interp.binding import Launch
-from phobos.compile.interp.frame import Code, Frame
+from phobos.compile.interp.frame import Code, Frame, Step
 from phobos.compile.interp.memory import locate
 from phobos.compile.interp.races import RaceTracker
 from phobos.compile.interp.tiles import Tile
 from phobos.compile.ir import nodes as ir
-
-# Runs one statement of a block; True when the block returned.
-Step = Callable[[Frame], bool]
 
 
 def _indices(

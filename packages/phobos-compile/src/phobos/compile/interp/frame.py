@@ -27,3 +27,6 @@ class Frame:
 
 # An expression compiled to a function of the running block.
 Code = Callable[[Frame], Value]
+
+# A statement compiled to a function of the running block; True once the block returned.
+Step = Callable[[Frame], bool]

@@ -6,10 +6,9 @@ from collections.abc import Sequence
 
 from phobos.compile.diagnostics import error
 from phobos.compile.interp import access
-from phobos.compile.interp.access import Step
 from phobos.compile.interp.dtypes import compute_dtype
 from phobos.compile.interp.expressions import ExprCompiler
-from phobos.compile.interp.frame import Frame
+from phobos.compile.interp.frame import Frame, Step
 from phobos.compile.ir import nodes as ir
 
 
