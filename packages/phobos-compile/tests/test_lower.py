@@ -72,6 +72,9 @@ def test_consts_fold_and_name_tensor_extents():
     kernel = lower(parse(text, "t.ph"), "k", {})
     assert kernel.params[0].dims == ("N", 32)
     assert kernel.body[0].var.type == ir.TileT("f32", (32,), partial=True)
+    err = failure("kernel k(x: tensor<f32>[n], n: i32) {\n}\n")
+    assert (err.span.line, err.span.col) == (1, 25)
+    assert "extent 'n' has the name of the scalar parameter" in err.message
     err = failure("const C = ctx.block.x\nkernel k() {\n}\n")
     assert (err.span.line, err.span.col) == (1, 11)
     assert "compile-time number" in err.message

@@ -130,8 +130,17 @@ def _bind_params(
     for param in node.params:
         if isinstance(param.type, ast.TensorType):
             for dim in param.type.dims:
-                if isinstance(dim, ast.Name) and scope.find(dim.id) is None:
+                if not isinstance(dim, ast.Name):
+                    continue
+                found = scope.find(dim.id)
+                if found is None:
                     scope.declare(dim.id, Binding(names.EXTENT, dim.id, dim.span))
+                elif found.kind not in (names.EXTENT, names.CONST, names.TUNE):
+                    raise error(
+                        dim.span,
+                        f"the extent '{dim.id}' has the name of the {found.kind} '{dim.id}'",
+                        help="give the extent its own name; it is bound from the tensor's shape",
+                    )
     return tuple(params), scope
 
 
