@@ -77,6 +77,11 @@ def test_comments_are_set_aside_with_positions() -> None:
     assert [(c.line, c.col, c.text) for c in comments] == [(1, 7, "one"), (2, 1, "two"), (3, 5, "")]
 
 
+def test_a_byte_order_mark_is_skipped() -> None:
+    tokens, _ = tokenize("\ufeffconst", "t.ph")
+    assert (tokens[0].kind, tokens[0].line, tokens[0].col) == ("const", 1, 1)
+
+
 def test_positions_count_from_one() -> None:
     tokens, _ = tokenize("let x\n  = 10", "t.ph")
     assert [(t.text, t.line, t.col, t.end_col) for t in tokens[:4]] == [

@@ -272,6 +272,9 @@ def test_comments_inside_constructs_lead_their_holder() -> None:
         ("kernel k() {\n    let x = t[]\n}\n", "2:13", "empty subscript", None),
         ("@autotune(A in [1, 2], A in {3})\nkernel k() {\n}\n", "1:24", "given twice", None),
         ("kernel k() {\n    let = 1\n}\n", "2:9", "a name after `let`", None),
+        ("kernel k() {\n    let x = a and b\n}\n", "2:15", "found `and`", "`&&`"),
+        ("kernel k() {\n    let x = a.b\n}\n", "2:14", "found `.`", "only `ctx`"),
+        ("kernel k() {\n    if a {\n    }\n    elif b {\n    }\n}\n", "4:5", "`elif`", "else if"),
     ],
 )
 def test_syntax_errors_point_at_the_exact_place(

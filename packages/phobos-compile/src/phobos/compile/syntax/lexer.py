@@ -100,6 +100,8 @@ def tokenize(text: str, file: str) -> tuple[list[Token], list[Comment]]:
     open_brackets: list[Token] = []
     nesting = 0  # open ( and [: line breaks inside them are space
     line, line_start, pos, size = 1, 0, 0, len(text)
+    if text.startswith("\ufeff"):  # a UTF-8 byte order mark is not part of line 1
+        line_start = pos = 1
     match_token = _TOKEN.match
     while pos < size:
         m = match_token(text, pos)

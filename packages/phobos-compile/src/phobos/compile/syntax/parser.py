@@ -48,6 +48,15 @@ _TUNE_HELP = (
     "write `NAME in [lo, hi]` (the powers of two from lo to hi) "
     "or `NAME in {a, b, c}` (exactly these values)"
 )
+# What to do when one of these turns up where it cannot stand.
+_FOUND_HELP = {
+    ":+": "a window `a :+ L` is written only inside a subscript: `t[a :+ L]`",
+    ".": "only `ctx` has fields: `ctx.block.x`, `ctx.grid.y`",
+    "and": "Phobos writes `&&` for `and`",
+    "or": "Phobos writes `||` for `or`",
+    "not": "Phobos writes `!` for `not`",
+    "elif": "write `} else if c {`",
+}
 _MULTILINE_HELP = (
     "a statement ends at the end of its line; to continue an expression on the "
     "next line, wrap it in parentheses"
@@ -114,10 +123,10 @@ class _Parser:
 
     def unexpected(self, expected: str, help: str | None = None) -> PhobosError:
         tok = self.tok
-        if help is None and tok.kind == ":+":
-            help = "a window `a :+ L` is written only inside a subscript: `t[a :+ L]`"
-        elif help is None and tok.kind in ("newline", "eof"):
+        if help is None and tok.kind in ("newline", "eof"):
             help = _MULTILINE_HELP if expected == "an expression" else None
+        elif help is None:
+            help = _FOUND_HELP.get(tok.text)
         return error(self.span_of(tok), f"expected {expected}, found {_describe(tok)}", help=help)
 
     # ---------------------------------------------------------------- comments
@@ -154,9 +163,9 @@ class _Parser:
     # ------------------------------------------------------------------ items
 
     def module(self) -> ast.Module:
+        self.skip_newlines()
         first = self.tok
         items = []
-        self.skip_newlines()
         while not self.at("eof"):
             items.append(self.item())
             if not self.at("eof"):
@@ -358,6 +367,8 @@ class _Parser:
             raise self.unexpected(
                 "a statement", "`else` goes on the same line as the `}` before it: `} else {`"
             )
+        if self.tok.text == "elif":
+            raise self.unexpected("a statement")
         return self.assign_or_expr(leading)
 
     def binding(self, leading: tuple[str, ...]) -> ast.Let | ast.Var:
