@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from phobos.compile.diagnostics import PhobosError
 from phobos.compile.interp import run
@@ -693,3 +695,37 @@ def test_saxpy_with_a_million_elements_is_quick():
     run(saxpy, (-(-n // size),), [xs, ys, result, 2.0])
     assert time.perf_counter() - start < 0.5
     assert np.array_equal(result, np.float32(2.0) * xs + ys)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    shape=st.tuples(st.integers(1, 6), st.integers(1, 6)),
+    lengths=st.tuples(st.integers(1, 5), st.integers(1, 5)),
+    starts=st.lists(st.integers(-7, 8), min_size=4, max_size=4),
+)
+def test_windows_anywhere_copy_exactly_the_lanes_inside_both_tensors(shape, lengths, starts):
+    x, out = tensor("x", "f64", "M", "N"), tensor("out", "f64", "M", "N")
+    names = ("r0", "c0", "r1", "c1")
+    params = [ir.ScalarParam(n, "i64") for n in names]
+    read, write = (
+        tuple(win(ir.ScalarArg(p, ir.ScalarT("i64")), n) for p, n in zip(pair, lengths))
+        for pair in (params[:2], params[2:])
+    )
+    value = binary("add", load(x, *read), ir.Full(1.0, tile_t("f64", *lengths)))
+    source = np.arange(shape[0] * shape[1], dtype=np.float64).reshape(shape)
+    result = nan_surrounded(np.full(shape, -1.0))
+    run(
+        kernel([x, out, *params], ir.Store(out, write, value)),
+        (1,),
+        [nan_surrounded(source), result, *starts],
+    )
+    want = np.full(shape, -1.0)
+    r0, c0, r1, c1 = starts
+    for i in range(lengths[0]):
+        for j in range(lengths[1]):
+            src, dst = (r0 + i, c0 + j), (r1 + i, c1 + j)
+            inside = all(0 <= p < n for p, n in zip(src + dst, shape + shape))
+            if inside:
+                want[dst] = source[src] + 1
+    assert np.array_equal(result, want)
+    assert np.isnan(result.base[:7]).all() and np.isnan(result.base[-7:]).all()
