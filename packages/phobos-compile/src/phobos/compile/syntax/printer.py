@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from phobos.compile.span import NO_SPAN, Span, SpanMap
 from phobos.compile.syntax import ast
 
+_Node = TypeVar("_Node")
 _INDENT = "    "
 _PRECEDENCE = ast.BINARY_PRECEDENCE
 
@@ -43,6 +45,9 @@ def remap_spans(module: ast.Module, span_map: SpanMap) -> ast.Module:
     Used when a program arrives as text plus a span map: parse the text, then
     point each node at the construct it came from.
     """
+    # A span equal to a recorded extent maps to that entry's (the last one's, among equal
+    # extents) under ``SpanMap.lookup`` too, since printed extents nest like the tree; the
+    # dictionary just makes the common case fast.
     exact: dict[tuple[int, int, int, int], Span] = {}
     for text_span, source_span in span_map.entries:
         exact[_position(text_span)] = source_span
@@ -58,12 +63,8 @@ def _position(span: Span) -> tuple[int, int, int, int]:
     return (span.line, span.col, span.end_line, span.end_col)
 
 
-def _with_spans(value: Any, lookup: Any) -> Any:
-    """A copy of ``value`` whose node spans went through ``lookup``.
-
-    The exact match above is what ``SpanMap.lookup`` returns for a span that
-    equals a recorded extent, because printed extents nest like the tree.
-    """
+def _with_spans(value: Any, lookup: Callable[[Span], Span]) -> Any:
+    """A copy of ``value`` (a node, a tuple of them, or a leaf) with node spans through ``lookup``."""
     if isinstance(value, tuple):
         return tuple(_with_spans(v, lookup) for v in value)
     if not dataclasses.is_dataclass(value) or isinstance(value, Span):
@@ -359,7 +360,7 @@ class _Printer:
             self.write("newaxis")
         self.record(start, item.span)
 
-    def comma_separated(self, nodes: tuple[Any, ...], print_one: Any) -> None:
+    def comma_separated(self, nodes: tuple[_Node, ...], print_one: Callable[[_Node], None]) -> None:
         for i, node in enumerate(nodes):
             if i:
                 self.write(", ")
