@@ -151,3 +151,9 @@ def test_the_race_check_names_the_line_every_block_writes():
     )
     assert "racy.ph:3:5: note: block (0, 0, 0) wrote total[0] here" in rendered
     assert "    total[0] = sum(x[base :+ 64])" in rendered
+
+
+def test_empty_tensors_run_and_write_nothing():
+    kernel = compile_kernel(SAXPY, "saxpy", BLOCK=64)
+    empty = np.zeros(0, np.float32)
+    run(kernel, (2,), [empty, empty.copy(), empty.copy(), 1.0], race_check=True)
