@@ -39,3 +39,12 @@ def test_the_index_width_is_32_or_64(capsys):
     err = _usage_error(capsys, ["k.ph", "--arch", "sm_90", "-o", "out", "--index-width", "16"])
     assert "invalid choice" in err
 
+
+
+def test_a_missing_file_is_one_line_not_a_traceback(capsys, tmp_path, monkeypatch):
+    monkeypatch.delenv("PHOBOS_DEBUG", raising=False)
+    missing = tmp_path / "missing.ph"
+    assert main([str(missing), "--emit", "phobos"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("phobos-compile: error: ") and str(missing) in err
+    assert "Traceback" not in err

@@ -152,3 +152,7 @@ def _describe(exc: Exception) -> str:
         where = f"{exc.filename}: " if exc.filename else ""
         return f"phobos-compile: error: {where}{exc.strerror or exc}"
     return str(exc)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

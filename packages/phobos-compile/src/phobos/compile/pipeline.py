@@ -8,12 +8,19 @@ stop after any of them (``phobos-compile --emit``).
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from phobos.compile.check import lower, tune_space
-from phobos.compile.codegen import GeneratedKernel, Specialization, TensorSpecialization, generate
+from phobos.compile.check import NUM_THREADS, TuneSpace, lower, tune_space
+from phobos.compile.codegen import (
+    RUNTIME_DIR,
+    GeneratedKernel,
+    Specialization,
+    TensorSpecialization,
+    generate,
+)
 from phobos.compile.contract import Contract
 from phobos.compile.diagnostics import error
 from phobos.compile.ir import nodes as ir
@@ -55,25 +62,29 @@ def default_specialization(
 def variant_values(
     module: ast.Module, kernels: Sequence[str], fixed: Mapping[str, int] | None = None
 ) -> dict[str, dict[str, int]]:
-    """Each kernel's default variant with the ``fixed`` names it tunes set.
+    """Each kernel's default variant with the ``fixed`` names it takes set.
 
-    A fixed name that none of ``kernels`` tunes is an error at the first of them.
+    With one kernel every fixed name goes to it, and the checker judges them.  With
+    several, each takes the names it tunes (and ``NUM_THREADS``); a name that no
+    kernel takes is an error.
     """
     fixed = dict(fixed or {})
     spaces = {name: tune_space(module, name) for name in kernels}
-    tuned = {n for space in spaces.values() for n in space.names}
-    unknown = sorted(set(fixed) - tuned)
-    if unknown and kernels:
-        first = kernels[0]
-        names = ", ".join(sorted(tuned)) or "none"
-        which = f"kernel {first!r}" if len(kernels) == 1 else "no kernel of the file"
+
+    def takes(space: TuneSpace, name: str) -> bool:
+        return len(spaces) == 1 or name in space.names or name == NUM_THREADS
+
+    unused = [n for n in fixed if not any(takes(space, n) for space in spaces.values())]
+    if unused:
+        tuned = sorted({n for space in spaces.values() for n in space.names})
+        close = difflib.get_close_matches(unused[0], tuned, n=1)
         raise error(
-            module.kernel(first).span,
-            f"{which} has no compile-time name {', '.join(unknown)}",
-            help=f"the @autotune names are: {names}",
+            module.kernel(kernels[0]).span,
+            f"no kernel of the file has a compile-time name '{unused[0]}'",
+            help=f"did you mean '{close[0]}'?" if close else f"the names: {', '.join(tuned)}",
         )
     return {
-        name: {**space.default(), **{k: v for k, v in fixed.items() if k in space.names}}
+        name: {**space.default(), **{n: v for n, v in fixed.items() if takes(space, n)}}
         for name, space in spaces.items()
     }
 
@@ -103,7 +114,13 @@ def compile_kernel(
 ) -> CompiledKernel:
     """Compile one variant of ``kernel`` in ``module`` to PTX, a cubin and its contract."""
     ir_kernel, generated = generate_kernel(module, kernel, values, arch=arch, spec=spec)
-    build = compile_cuda(generated.source, arch=arch, name=generated.entry, verbose=verbose)
+    build = compile_cuda(
+        generated.source,
+        arch=arch,
+        name=generated.entry,
+        include_paths=(str(RUNTIME_DIR),),
+        verbose=verbose,
+    )
     return CompiledKernel(
         ptx=build.ptx,
         cubin=build.cubin,

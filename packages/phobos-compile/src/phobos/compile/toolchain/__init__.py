@@ -7,12 +7,11 @@ from phobos.compile.toolchain.errors import (
     ToolchainError,
     ToolchainMissingError,
 )
-from phobos.compile.toolchain.headers import RUNTIME_INCLUDE_DIR, cuda_include_dir
+from phobos.compile.toolchain.headers import cuda_include_dir
 from phobos.compile.toolchain.resources import Resources, parse_ptxas_info
 
 __all__ = [
     "INSTALL_HINT",
-    "RUNTIME_INCLUDE_DIR",
     "Build",
     "CudaCompileError",
     "Resources",

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from phobos.compile.toolchain import bindings
 from phobos.compile.toolchain.cubin import ptx_to_cubin
 from phobos.compile.toolchain.errors import ToolchainError
-from phobos.compile.toolchain.headers import RUNTIME_INCLUDE_DIR, cuda_include_dir
+from phobos.compile.toolchain.headers import cuda_include_dir
 from phobos.compile.toolchain.ptx import cuda_to_ptx
 from phobos.compile.toolchain.resources import Resources, parse_ptxas_info
 
@@ -44,10 +44,10 @@ def compile_cuda(
     """Compile ``source`` (one ``extern "C" __global__`` kernel) to PTX and a cubin for ``arch``.
 
     ``name`` labels the source in the tools' messages and, with ``verbose``, names
-    the kernel whose ptxas report becomes ``resources``.  The CUDA headers and the
-    tile runtime header are always on the include path, after ``include_paths``.
+    the kernel whose ptxas report becomes ``resources``.  The CUDA headers are
+    always on the include path, after ``include_paths``.
     """
-    paths = [*include_paths, str(cuda_include_dir()), str(RUNTIME_INCLUDE_DIR)]
+    paths = [*include_paths, str(cuda_include_dir())]
     ptx, compile_log = cuda_to_ptx(
         source, name=name, arch=arch, include_paths=paths, line_info=line_info
     )

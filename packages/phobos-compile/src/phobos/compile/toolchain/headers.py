@@ -4,8 +4,7 @@ NVRTC ships no CUDA headers (``cuda_fp16.h``, ``cuda_bf16.h``, ...).  The
 ``nvidia-cuda-runtime`` wheel carries them under ``nvidia/cu13/include`` (CUDA 12
 wheels used ``nvidia/cuda_runtime/include``); a CUDA toolkit has them under
 ``$CUDA_HOME/include``.  The first folder that holds ``cuda_fp16.h`` wins, wheels
-first, so a pip-only install needs nothing else.  The tile runtime header that
-the code generator's output includes lives in the package, beside the generator.
+first, so a pip-only install needs nothing else.
 """
 
 from __future__ import annotations
@@ -20,8 +19,6 @@ _MARKER = "cuda_fp16.h"
 _WHEEL_LAYOUTS = (("cu13", "include"), ("cuda_runtime", "include"), ("cu12", "include"))
 _TOOLKIT_VARIABLES = ("CUDA_HOME", "CUDA_PATH")
 _TOOLKIT_DEFAULT = "/usr/local/cuda"
-
-RUNTIME_INCLUDE_DIR = Path(__file__).resolve().parent.parent / "codegen" / "runtime"
 
 
 def cuda_include_dir() -> Path:
