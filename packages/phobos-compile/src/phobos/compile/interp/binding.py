@@ -23,7 +23,6 @@ from phobos.compile.ir import nodes as ir
 class Launch:
     """A kernel's arguments, checked: tensors, scalar values and named extents."""
 
-    kernel: ir.Kernel
     grid: tuple[int, int, int]
     tensors: dict[str, TensorMemory]
     scalars: dict[str, np.generic]
@@ -53,7 +52,7 @@ def bind(kernel: ir.Kernel, grid: object, args: Sequence[object]) -> Launch:
             tensors[param.name] = TensorMemory(param, array)
         else:
             scalars[param.name] = _scalar(param, arg)
-    return Launch(kernel, grid3, tensors, scalars, extents.values)
+    return Launch(grid3, tensors, scalars, extents.values)
 
 
 def written_tensors(body: Sequence[ir.Stmt]) -> set[str]:

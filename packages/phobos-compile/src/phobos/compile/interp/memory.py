@@ -79,8 +79,6 @@ class TensorMemory:
     """A tensor argument: its array, and conversions between its storage and values."""
 
     def __init__(self, param: ir.TensorParam, array: np.ndarray) -> None:
-        self.param = param
-        self.array = array
         self.shape = array.shape
         self.dtype = compute_dtype(param.dtype)
         self._bf16 = param.dtype == "bf16"
