@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import replace
 
 from phobos.compile.codegen.context import EmitContext
 from phobos.compile.codegen.dtypes import byte_size, ctype
@@ -41,7 +42,11 @@ def _is_array(value: TileValue) -> bool:
 
 
 def _same_slots(a: Layout, b: Layout) -> bool:
-    """Both layouts put each row-major element in the same thread, repeat and lane."""
+    """Both layouts put the n-th row-major element in the same thread, repeat and lane.
+
+    Only then may a conversion that keeps row-major order (a new axis of extent 1, the
+    transpose of a tile with one non-unit axis) be a renaming.
+    """
     return a.numel == b.numel and a.vec == b.vec and a.threads == b.threads
 
 
@@ -52,6 +57,8 @@ def _row_major_strides(shape: tuple[int, ...]) -> list[int]:
 def expand_dims(ctx: EmitContext, value: TileValue, layout: Layout, axis: int) -> TileValue:
     source = value.layout.shape
     strides = _row_major_strides(source)
+    if _same_slots(value.layout, layout):
+        return replace(materialize(ctx, value), layout=layout)
     coords = [f"c{k}" for k in range(len(layout.shape)) if k != axis]
     return _convert(ctx, value, layout, lambda: _flat(coords, strides, source))
 
@@ -68,6 +75,8 @@ def broadcast(ctx: EmitContext, value: TileValue, layout: Layout) -> TileValue:
 def transpose(ctx: EmitContext, value: TileValue, layout: Layout) -> TileValue:
     source = value.layout.shape
     strides = _row_major_strides(source)
+    if sum(extent != 1 for extent in source) <= 1 and _same_slots(value.layout, layout):
+        return replace(materialize(ctx, value), layout=layout)
     coords = [f"c{k}" for k in reversed(range(len(layout.shape)))]
     return _convert(ctx, value, layout, lambda: _flat(coords, strides, source))
 
@@ -86,8 +95,6 @@ def _convert(
     ctx: EmitContext, value: TileValue, layout: Layout, source_position: Callable[[], str]
 ) -> TileValue:
     """The tile in ``layout``; result lane at coordinates c0.. reads ``source_position()``."""
-    if _same_slots(value.layout, layout) and _is_rename(value.layout, layout):
-        return materialize(ctx, value)
     c = ctype(value.dtype)
     size = byte_size(value.dtype, ctx.index_width)
     numel = value.layout.numel
@@ -111,8 +118,3 @@ def _convert(
     all_lanes(ctx, layout, read, skip_padding=True)
     mask = f"{name}_m[r][i]" if value.mask is not None else None
     return TileValue(value.dtype, layout, f"{name}[r][i]", mask)
-
-
-def _is_rename(source: Layout, target: Layout) -> bool:
-    """Inserting or removing extent-1 axes keeps row-major order; with equal slots it is free."""
-    return [d for d in source.shape if d != 1] == [d for d in target.shape if d != 1]

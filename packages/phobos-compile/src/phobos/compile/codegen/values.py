@@ -32,7 +32,7 @@ class TileValue:
 
 
 def and_masks(*masks: str | None) -> str | None:
-    present = [m for m in masks if m is not None]
+    present = list(dict.fromkeys(m for m in masks if m is not None))
     if not present:
         return None
     if len(present) == 1:
