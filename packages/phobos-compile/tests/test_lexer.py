@@ -111,3 +111,4 @@ def test_errors_name_the_exact_position(text: str, where: str, message: str) -> 
         tokenize(text, "t.ph")
     assert str(info.value.span) == where
     assert message in info.value.message
+    assert info.value.diagnostics[0].help

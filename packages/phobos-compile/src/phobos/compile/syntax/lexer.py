@@ -201,7 +201,11 @@ def _unexpected_character(text: str, pos: int, line: int, col: int, file: str) -
         return error(span, "Phobos has no strings", help="remove the quoted text")
     if char == "#":
         return error(span, "unexpected `#`", help="a comment starts with `//`")
-    return error(span, f"unexpected character {char!r}")
+    return error(
+        span,
+        f"unexpected character {char!r}",
+        help="Phobos text is ASCII names, numbers and operators, with `//` comments",
+    )
 
 
 def _end_position(text: str) -> tuple[int, int]:

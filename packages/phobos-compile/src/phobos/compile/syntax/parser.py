@@ -57,6 +57,10 @@ _FOUND_HELP = {
     "not": "Phobos writes `!` for `not`",
     "elif": "write `} else if c {`",
 }
+_ONE_PER_LINE = "each statement and each item starts on a line of its own"
+_EXPRESSION_HELP = (
+    "an expression starts with a name, a number, `true`, `false`, `ctx`, `(`, `-`, `!` or `~`"
+)
 _MULTILINE_HELP = (
     "a statement ends at the end of its line; to continue an expression on the "
     "next line, wrap it in parentheses"
@@ -123,10 +127,10 @@ class _Parser:
 
     def unexpected(self, expected: str, help: str | None = None) -> PhobosError:
         tok = self.tok
-        if help is None and tok.kind in ("newline", "eof"):
-            help = _MULTILINE_HELP if expected == "an expression" else None
-        elif help is None:
-            help = _FOUND_HELP.get(tok.text)
+        if tok.kind in ("newline", "eof") and expected == "an expression":
+            help = _MULTILINE_HELP
+        else:
+            help = _FOUND_HELP.get(tok.text, help)
         return error(self.span_of(tok), f"expected {expected}, found {_describe(tok)}", help=help)
 
     # ---------------------------------------------------------------- comments
@@ -169,7 +173,7 @@ class _Parser:
         while not self.at("eof"):
             items.append(self.item())
             if not self.at("eof"):
-                self.expect("newline", "the end of the line after an item")
+                self.expect("newline", "the end of the line after an item", _ONE_PER_LINE)
             self.skip_newlines()
         end_comments = tuple(c.text for c in self.comments[self.next_comment :])
         self.next_comment = len(self.comments)
@@ -199,7 +203,9 @@ class _Parser:
 
     def const(self, leading: tuple[str, ...]) -> ast.Const:
         first = self.advance()
-        name = self.expect_name("a constant's name after `const`").text
+        name = self.expect_name(
+            "a constant's name after `const`", "a constant is written `const NAME = value`"
+        ).text
         self.expect("=", help="a constant is written `const NAME = value`")
         value = self.expr()
         leading, trailing = self.trivia(leading)
@@ -207,7 +213,9 @@ class _Parser:
 
     def function(self, leading: tuple[str, ...]) -> ast.Function:
         first = self.advance()
-        name = self.expect_name("a function name after `fn`").text
+        name = self.expect_name(
+            "a function name after `fn`", "a function is written `fn name(a: f32) -> f32 { ... }`"
+        ).text
         params = self.params()
         result = None
         if self.accept("->"):
@@ -219,7 +227,10 @@ class _Parser:
 
     def kernel(self, leading: tuple[str, ...], tunes: tuple[ast.TuneParam, ...]) -> ast.Kernel:
         first = self.advance()
-        name = self.expect_name("a kernel name after `kernel`").text
+        name = self.expect_name(
+            "a kernel name after `kernel`",
+            "a kernel is written `kernel name(x: tensor<f32>[N]) { ... }`",
+        ).text
         params = self.params()
         if self.at("->"):
             raise self.unexpected(
@@ -243,7 +254,11 @@ class _Parser:
             self.expect("(", help=_TUNE_HELP)
             for tune in self.comma_list(")", self.tune_param):
                 if tune.name in seen:
-                    raise error(tune.span, f"autotune parameter `{tune.name}` is given twice")
+                    raise error(
+                        tune.span,
+                        f"autotune parameter `{tune.name}` is given twice",
+                        help="give each parameter one space of values",
+                    )
                 seen[tune.name] = tune
                 tunes.append(tune)
             self.skip_newlines()
@@ -279,7 +294,7 @@ class _Parser:
         params: list[ast.Param] = []
         while not self.at(")"):
             leading = self.leading()
-            first = self.expect_name("a parameter name")
+            first = self.expect_name("a parameter name", "a parameter is written `name: type`")
             self.expect(":", help=f"give `{first.text}` a type: `{first.text}: f32`")
             type_ = self.type_()
             span = self.span_from(first)
@@ -288,7 +303,7 @@ class _Parser:
             params.append(ast.Param(first.text, type_, leading, trailing, span))
             if not more:
                 break
-        self.expect(")", "`,` or `)` after a parameter")
+        self.expect(")", "`,` or `)` after a parameter", "parameters are separated by `,`")
         return tuple(params)
 
     def type_(self) -> ast.Type:
@@ -301,7 +316,11 @@ class _Parser:
             self.expect("[", help="a tensor type is written `tensor<f32>[N, K]`")
             dims = self.comma_list("]", self.dimension)
             if not dims:
-                raise error(self.span_from(tok), "a tensor needs at least one dimension")
+                raise error(
+                    self.span_from(tok),
+                    "a tensor needs at least one dimension",
+                    help="a tensor type is written `tensor<f32>[N, K]`",
+                )
             return ast.TensorType(dtype, dims, self.span_from(tok))
         return self.scalar_type("a type")
 
@@ -331,7 +350,7 @@ class _Parser:
             out.append(parse_one())
             if not self.accept(","):
                 break
-        self.expect(close, f"`,` or `{close}`")
+        self.expect(close, f"`,` or `{close}`", "is a `,` or an operator missing before it?")
         return tuple(out)
 
     # ------------------------------------------------------------- statements
@@ -345,7 +364,7 @@ class _Parser:
             if self.at("newline"):
                 self.skip_newlines()
             elif not self.at("}"):
-                raise self.unexpected("the end of the line after a statement")
+                raise self.unexpected("the end of the line after a statement", _ONE_PER_LINE)
         end_comments = self.leading()
         self.advance()
         return ast.Block(tuple(body), end_comments, self.span_from(open_tok))
@@ -373,7 +392,9 @@ class _Parser:
 
     def binding(self, leading: tuple[str, ...]) -> ast.Let | ast.Var:
         first = self.advance()
-        name = self.expect_name(f"a name after `{first.kind}`").text
+        name = self.expect_name(
+            f"a name after `{first.kind}`", f"write `{first.kind} x = value`"
+        ).text
         self.expect("=", help=f"write `{first.kind} {name} = value`")
         value = self.expr()
         leading, trailing = self.trivia(leading)
@@ -410,7 +431,9 @@ class _Parser:
             elif self.at("{"):
                 orelse = self.block()
             else:
-                raise self.unexpected("`{` or `if` after `else`")
+                raise self.unexpected(
+                    "`{` or `if` after `else`", "write `} else {` or `} else if c {`"
+                )
         trailing = None
         if outermost:
             leading, trailing = self.trivia(leading)
@@ -508,9 +531,9 @@ class _Parser:
         if kind == "(":
             self.advance()
             inner = self.expr()
-            self.expect(")", "`)`")
+            self.expect(")", "`)`", "is an operator missing before it?")
             return inner
-        raise self.unexpected("an expression")
+        raise self.unexpected("an expression", _EXPRESSION_HELP)
 
     def named(self, tok: Token) -> ast.Expr:
         """A name, a call, ``ctx.block.x`` or a tile constructor ``zeros<f32>[M, N]``."""
@@ -579,7 +602,7 @@ class _Parser:
                 args.append(self.expr())
             if not self.accept(","):
                 break
-        self.expect(")", "`,` or `)` in the call")
+        self.expect(")", "`,` or `)` in the call", "arguments are separated by `,`")
         span = self.span_from(first)
         if first.text in ast.SCALAR_TYPES and len(args) == 1 and not keywords:
             literal = args[0]
