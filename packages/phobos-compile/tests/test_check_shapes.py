@@ -189,3 +189,19 @@ def test_stores_broadcast_to_the_window():
     err = failure("let t = v[0 :+ 4]\nt[0] = 1.0")
     assert at(err) == (2, 1)
     assert "tensor parameter" in err.message and "where" in err.diagnostics[0].help
+
+
+def test_atomic_add_is_a_statement_into_a_tensor_window():
+    kernel = body("atomic_add(o[0 :+ 4, 1], v[0 :+ 4])\natomic_add(o[0, 0], 1.0)")
+    first, second = kernel.body
+    assert isinstance(first, ir.AtomicAdd) and first.tensor.name == "o"
+    assert first.value.type == ir.TileT("f32", (4,), partial=True)
+    assert second.value == ir.Const(1.0, ir.ScalarT("f32"))
+    err = failure("let t = atomic_add(o[0, 0], 1.0)")
+    assert at(err) == (1, 9)
+    assert "is a statement" in err.message
+    err = failure("atomic_add(o[0, 0], n)")
+    assert "holds f32, but the value is i32" in err.message
+    err = failure("let t = v[0 :+ 4]\natomic_add(t, 1.0)")
+    assert at(err) == (2, 12)
+    assert err.diagnostics[0].help == "index the tensor: `atomic_add(t[a :+ L], 1.0)`"

@@ -17,6 +17,7 @@ kernel k(x: tensor<f16>[M, K], o: tensor<f32>[M], a: f32, flag: bool) {
     }
     let m = max(acc, axis=1)
     let h = f16(m)
+    atomic_add(o[0], sum(fill(f32(h), 0.0)))
     let e = exp(acc - m[:, newaxis])
     let s = where(arange(B) < M - r, sum(e, axis=1), -inf)
     if flag && !(a > 0.5) {
@@ -41,6 +42,7 @@ kernel k(x: tensor<f16>[M, K], o: tensor<f32>[M], a: f32, flag: bool) [B=4] {
     }
     %m: tile<f32>[4]? = reduce_max<1>(%acc)
     %h: tile<f16>[4]? = cast<f16>(%m)
+    atomic_add o[0] += reduce_sum<0>(fill(cast<f32>(%h), 0.0))
     %e: tile<f32>[4, 4]? = exp(sub(%acc, broadcast<[4, 4]>(expand_dims<1>(%m))))
     %s: tile<f32>[4]? = select(lt(iota<index>[4], splat<[4]>(sub(M, %r))), reduce_sum<1>(%e), splat<[4]>(-inf))
     if land(flag, not(gt(a, 0.5))) {

@@ -297,6 +297,12 @@ class ExprLowerer(ABC):
             return lower_cast(self, expr, scope)
         if expr.func in BUILTINS:
             return BUILTINS[expr.func](self, expr, scope)
+        if expr.func == "atomic_add":
+            raise error(
+                expr.span,
+                "atomic_add is a statement and gives no value",
+                help="write it on its own line: `atomic_add(t[a :+ L], v)`",
+            )
         if expr.func in self.ctx.functions:
             result = self.inline_call(self.ctx.functions[expr.func], expr, scope)
             if result is None:
@@ -306,7 +312,7 @@ class ExprLowerer(ABC):
                     help="declare a result type (`-> f32`) and `return` a value",
                 )
             return result
-        known = [*BUILTINS, *self.ctx.functions, *ast.SCALAR_TYPES]
+        known = [*BUILTINS, "atomic_add", *self.ctx.functions, *ast.SCALAR_TYPES]
         close = difflib.get_close_matches(expr.func, known, n=1)
         raise error(
             expr.span,

@@ -14,6 +14,7 @@ from phobos.compile.ir import nodes as ir
 from phobos.compile.span import Span
 from phobos.compile.syntax import ast
 
+ATOMIC_DTYPES = ("i32", "u32", "i64", "u64", "f16", "bf16", "f32", "f64")
 CANNOT_ASSIGN = {
     names.TENSOR: "store into a window of it instead: `{name}[a :+ L] = ...`",
     names.SCALAR: "copy it into a var first: `var {name}_v = {name}`",
@@ -112,6 +113,36 @@ class StmtLowerer(ExprLowerer):
         return got
 
     def _store(self, target: ast.Subscript, value_expr: ast.Expr, stmt: ast.Assign, scope: Scope):
+        tensor, indices, value = self._window_update(target, value_expr, stmt.span, scope)
+        self.ctx.emit(ir.Store(tensor, indices, value, stmt.span))
+
+    def _atomic_add(self, call: ast.Call, scope: Scope) -> None:
+        if len(call.args) != 2 or call.keywords:
+            raise error(
+                call.span,
+                "atomic_add takes a tensor access and a value",
+                help="write `atomic_add(t[a :+ L], v)`",
+            )
+        target, value_expr = call.args
+        if not isinstance(target, ast.Subscript):
+            raise error(
+                target.span,
+                "atomic_add adds into a tensor access",
+                help=f"index the tensor: `atomic_add(t[a :+ L], {describe(value_expr)})`",
+            )
+        tensor, indices, value = self._window_update(target, value_expr, call.span, scope)
+        if tensor.dtype not in ATOMIC_DTYPES:
+            raise error(
+                target.span,
+                f"atomic_add cannot add into {tensor.dtype}",
+                help=f"it adds into {', '.join(ATOMIC_DTYPES)} tensors",
+            )
+        self.ctx.emit(ir.AtomicAdd(tensor, indices, value, call.span))
+
+    def _window_update(
+        self, target: ast.Subscript, value_expr: ast.Expr, span: Span, scope: Scope
+    ) -> tuple[ir.TensorParam, tuple[ir.TensorIndex, ...], ir.Expr]:
+        """The tensor, indices and value of a store: the value broadcast to the window."""
         base = target.base
         found = scope.find(base.id) if isinstance(base, ast.Name) else None
         if found is None or found.kind != names.TENSOR:
@@ -140,28 +171,28 @@ class StmtLowerer(ExprLowerer):
             )
         if shape:
             value_shape = shape_of(got)
-            if (
-                value_shape is not None
-                and broadcast_shapes([value_shape, shape], stmt.span) != shape
-            ):
+            if value_shape is not None and broadcast_shapes([value_shape, shape], span) != shape:
                 raise error(
-                    stmt.span,
+                    span,
                     f"a {type_name(got)} does not fit the window's shape {list(shape)}",
                     help="the value must broadcast to the window",
                 )
             got = to_shape(got, shape, value_expr.span) if value_shape != shape else got
         elif isinstance(got.type, ir.TileT):
             raise error(
-                stmt.span,
+                span,
                 f"a {got.type} cannot be stored into one element of '{tensor.name}'",
                 help="store into a window: `t[a :+ L] = ...`, or reduce the tile first",
             )
-        self.ctx.emit(ir.Store(tensor, indices, got, stmt.span))
+        return tensor, indices, got
 
     # ------------------------------------------------------------------ control flow
 
     def _stmt_exprstmt(self, stmt: ast.ExprStmt, scope: Scope) -> None:
         call = stmt.value
+        if isinstance(call, ast.Call) and call.func == "atomic_add":
+            self._atomic_add(call, scope)
+            return
         if isinstance(call, ast.Call) and call.func in self.ctx.functions:
             self.inline_call(self.ctx.functions[call.func], call, scope)
             return

@@ -392,6 +392,21 @@ class Store:
 
 
 @dataclass(frozen=True)
+class AtomicAdd:
+    """``atomic_add(t[...], v)``: add a tile (or scalar) into a window of a tensor.
+
+    Each element's update is atomic, so several blocks may add into one element
+    (not a race).  ``value`` has the window's shape and the tensor's type; absent
+    lanes (of the value, or outside the tensor) are skipped.
+    """
+
+    tensor: TensorParam
+    indices: tuple[TensorIndex, ...]
+    value: Expr
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
 class For:
     """``var`` takes start, start+step, ... while below ``stop`` (step > 0, block-uniform)."""
 
@@ -425,7 +440,7 @@ class Return:
     span: Span = _span()
 
 
-Stmt = Union[Define, Assign, Store, For, If, While, Return]
+Stmt = Union[Define, Assign, Store, AtomicAdd, For, If, While, Return]
 
 
 @dataclass(frozen=True)

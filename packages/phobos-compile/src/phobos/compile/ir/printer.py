@@ -83,6 +83,9 @@ def _block(stmts: tuple[ir.Stmt, ...], depth: int) -> list[str]:
         elif isinstance(stmt, ir.Store):
             access = _access(stmt.tensor, stmt.indices)
             lines.append(f"{pad}store {access} = {format_expr(stmt.value)}")
+        elif isinstance(stmt, ir.AtomicAdd):
+            access = _access(stmt.tensor, stmt.indices)
+            lines.append(f"{pad}atomic_add {access} += {format_expr(stmt.value)}")
         elif isinstance(stmt, ir.For):
             head = f"for %{stmt.var.name}: {stmt.var.type} in {format_expr(stmt.start)} .. "
             head += f"{format_expr(stmt.stop)} step {format_expr(stmt.step)} {{"
