@@ -17,6 +17,7 @@ from typing import Any
 from phobos.compile.diagnostics import PhobosError
 from phobos.lang import arrays
 from phobos.lang.errors import user_facing
+from phobos.lang.tuning import choose_variant
 
 Grid = Sequence[int] | Callable[[Mapping[str, int]], Sequence[int]]
 
@@ -53,7 +54,7 @@ class Kernel:
         self.__doc__ = fn.__doc__
         self.__wrapped__ = fn
         self._variants: dict[tuple[tuple[str, int], ...], Any] = {}
-        self._gpu: Any = None
+        self.loaded: dict[Any, Any] = {}  # (values, specialisation) → phobos.launch.LoadedKernel
 
     def __repr__(self) -> str:
         return f"<phobos kernel {self.name} from {self.file}>"
@@ -78,6 +79,16 @@ class Kernel:
 
         with user_facing():
             return tune_space(self.program.module, self.name)
+
+    @cached_property
+    def tensor_params(self) -> tuple[str | None, ...]:
+        """Each parameter's name if it is a tensor, else None, in declaration order."""
+        from phobos.compile.syntax.ast import TensorType
+
+        return tuple(
+            p.name if isinstance(p.type, TensorType) else None
+            for p in self.program.module.kernel(self.name).params
+        )
 
     def values_for(self, fixed: Mapping[str, int]) -> dict[str, int]:
         """The variant used when ``fixed`` names are given and the rest take the space's default."""
@@ -123,9 +134,10 @@ class Launch:
     ) -> None:
         k = self.kernel
         where = arrays.placement(args)
+        with user_facing():
+            variant = choose_variant(k, self.grid, args, values, where)
         if where == "host":
             with user_facing():
-                variant = k.values_for(values)
                 ir = k.lower(variant)
                 from phobos.compile.interp import run
 
@@ -135,7 +147,9 @@ class Launch:
         from phobos.lang import gpu
 
         with user_facing():
-            gpu.launch(k, self.grid, args, values, stream=stream, race_check=race_check)
+            if race_check:
+                gpu.race_check(k, self.grid, args, variant)
+            gpu.launch(k, self.grid, args, variant, stream=stream)
 
 
 def extents_of(ir: Any, args: Sequence[Any]) -> dict[str, int]:
