@@ -7,10 +7,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from phobos.compile.diagnostics import PhobosError
 from phobos.compile.span import Span
-from phobos.compile.syntax import ast, parse
+from phobos.compile.syntax import ast, format_module, parse
 
 DATA = Path(__file__).parent / "data" / "syntax"
 SEED = """\
@@ -308,3 +310,32 @@ def _time(run: Callable[[], object]) -> float:
     start = time.perf_counter()
     run()
     return time.perf_counter() - start
+
+
+EDITS = st.lists(
+    st.tuples(
+        st.floats(min_value=0.0, max_value=1.0, exclude_max=True),
+        st.sampled_from(["(", ")", "{", "}", "[", "]", ",", ":", ":+", "..", "=", "+", "-", "!",
+                         "\n", " ", "0x", "1e", "//", "let ", "else ", "kernel ", "ctx.", "@", ""]),
+    ),
+    min_size=1,
+    max_size=3,
+)  # fmt: skip
+
+
+@settings(max_examples=150, deadline=None)
+@given(EDITS)
+def test_edited_programs_parse_or_fail_with_a_located_error(edits: list[tuple[float, str]]) -> None:
+    """A typo anywhere gives a tree that prints back to itself, or a located PhobosError."""
+    text = (DATA / "grammar.ph").read_text()
+    for where, insert in edits:
+        cut = int(where * len(text))
+        text = text[:cut] + insert + text[cut + (insert == "") :]
+    try:
+        tree = parse(text, "typo.ph")
+    except PhobosError as exc:
+        rendered = str(exc)
+        assert rendered.startswith(f"typo.ph:{exc.span.line}:{exc.span.col}: error: ")
+        assert "^" in rendered.splitlines()[2]
+    else:
+        assert parse(format_module(tree)) == tree
