@@ -32,6 +32,7 @@ CASES = [
     ("acc: ph.var = x[0]\nacc @= x[0]\n", "6:5", "`@=`", "ph.dot(a, b, acc)"),
     ("v: ph.let = x[0:16]\n", "5:19", "plain slice", "t[a:+L]"),
     ("v: ph.let = x[:+16]\n", "5:19", "needs its start", "t[0:+L]"),
+    ("v: ph.let = x[()]\n", "5:17", "empty subscript", None),
     ("v: ph.let = {1: 2}\n", "5:17", "a dict", None),
     ("with open('f') as f:\n    pass\n", "5:5", "with statement", None),
     ("v: ph.let = f'{x}'\n", "5:17", "f-string", None),

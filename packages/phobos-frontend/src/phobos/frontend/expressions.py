@@ -284,6 +284,8 @@ class ExpressionTranslator:
                 help="write ph.zeros[ph.f32][BM, BN]; ph.tensor[...] stands only in a parameter type",
             )
         items = tuple(self.index_item(item) for item in _items(node.slice))
+        if not items:
+            raise self.source.reject(node, "an empty subscript", help="write t[i] or t[a:+L]")
         return ph.Subscript(self.expr(node.value), items, span=span)
 
     def index_item(self, node: ast.expr) -> ph.IndexItem:

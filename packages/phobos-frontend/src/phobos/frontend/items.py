@@ -226,6 +226,12 @@ class ModuleTranslator:
         self, node: ast.FunctionDef, leading: tuple[str, ...]
     ) -> tuple[tuple[ph.Param, ...], tuple[str, ...]]:
         """The parameters, and the comments that lead the item (before it and in its header)."""
+        if getattr(node, "type_params", None):
+            raise self.source.reject(
+                node.type_params[0],
+                "type parameters have no Phobos meaning",
+                help="a scalar parameter type already serves every tile of that element type",
+            )
         args = node.args
         for extra in (*args.posonlyargs, args.vararg, *args.kwonlyargs, args.kwarg):
             if extra is not None:
