@@ -339,3 +339,8 @@ def test_edited_programs_parse_or_fail_with_a_located_error(edits: list[tuple[fl
         assert "^" in rendered.splitlines()[2]
     else:
         assert parse(format_module(tree)) == tree
+
+
+def test_windows_line_endings_give_the_same_tree() -> None:
+    text = (DATA / "comments.ph").read_text()
+    assert parse(text.replace("\n", "\r\n")) == parse(text)
