@@ -273,7 +273,7 @@ PARAMS = st.lists(
 ).map(tuple)
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(st.lists(STATEMENTS, max_size=4).map(tuple), LEADING, PARAMS, LEADING, TRAILING, LEADING)
 def test_random_statements_and_comments_round_trip(
     body: tuple[ast.Stmt, ...],
