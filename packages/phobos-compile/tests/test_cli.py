@@ -131,3 +131,26 @@ def test_runs_as_a_module_from_the_source_tree(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("@autotune(BLOCK in [16, 8192])")
+
+
+def test_cache_compiles_once(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("PHOBOS_CACHE_DIR", str(tmp_path / "cache"))
+    argv = [str(SAXPY), "--arch", "sm_80", "--cache", "--verbose", "-D", "BLOCK=64"]
+    assert main([*argv, "-o", str(tmp_path / "first")]) == 0
+    assert "saxpy (sm_80): compiled into the kernel cache, key " in capsys.readouterr().err
+    assert main([*argv, "-o", str(tmp_path / "second")]) == 0
+    assert "saxpy (sm_80): from the kernel cache, key " in capsys.readouterr().err
+    for name in ("saxpy.ptx", "saxpy.cubin", "saxpy.contract.json"):
+        assert (tmp_path / "first" / name).read_bytes() == (tmp_path / "second" / name).read_bytes()
+
+
+def test_cache_needs_compiled_output(capsys):
+    with pytest.raises(SystemExit):
+        main([str(SAXPY), "--arch", "sm_90", "--emit", "cuda", "--cache"])
+    assert "use it with -o DIR or --emit ptx" in capsys.readouterr().err
+
+
+def test_cache_without_phobos_cache_says_what_to_install(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "phobos.cache", None)
+    assert main([str(SAXPY), "--arch", "sm_90", "-o", str(tmp_path), "--cache"]) == 1
+    assert "pip install phobos-cache" in capsys.readouterr().err

@@ -15,8 +15,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from phobos.compile.contract import Contract
 from phobos.compile.diagnostics import PhobosError
-from phobos.compile.toolchain import ToolchainError
+from phobos.compile.toolchain import ToolchainError, ToolchainMissingError
 from phobos.compile.toolchain.arch import virtual_arch
 
 STAGES = ("phobos", "ir", "cuda", "ptx")
@@ -29,6 +30,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("say where the files go (-o DIR) or which stage to print (--emit)")
     if options.arch is None and options.emit not in ("phobos", "ir"):
         parser.error("--arch is needed to generate code (sm_80, sm_90, sm_90a, ...)")
+    if options.cache and options.emit not in (None, "ptx"):
+        parser.error("--cache holds compiled kernels: use it with -o DIR or --emit ptx")
     try:
         _run(options, parser)
     except (PhobosError, ToolchainError, OSError) as exc:
@@ -67,9 +70,16 @@ def _parser() -> argparse.ArgumentParser:
         help="bits of index arithmetic (64 for tensors of 2^31 elements or more; default 32)",
     )
     parser.add_argument(
+        "--cache",
+        action="store_true",
+        help="take compiled kernels from the shared kernel cache, and put new ones there "
+        "(needs phobos-cache; $PHOBOS_CACHE_DIR picks the folder)",
+    )
+    parser.add_argument(
         "--verbose",
         action="store_true",
-        help="print ptxas' registers, spills and shared memory for each kernel",
+        help="print ptxas' registers, spills and shared memory for each kernel "
+        "(with --cache: whether it came from the cache)",
     )
     return parser
 
@@ -111,6 +121,7 @@ def _run(options: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
             )
         names = [options.kernel]
     variants = pipeline.variant_values(module, names, dict(options.values))
+    store = _open_cache() if options.cache else None
     for name in names:
         values = variants[name]
         if options.emit == "ir":
@@ -123,28 +134,55 @@ def _run(options: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
             )
             _emit(generated.source)
             continue
+        ptx, cubin, contract = _compile(options, module, name, values, spec, store)
+        if options.emit == "ptx":
+            _emit(ptx)
+        else:
+            _write(options.output, name, ptx, cubin, contract)
+
+
+def _compile(options, module, name, values, spec, store) -> tuple[str, bytes, Contract]:
+    """PTX, cubin and contract, freshly compiled or through the kernel cache."""
+    from phobos.compile import pipeline
+
+    where = f"{name} ({options.arch})"
+    if store is None:
         compiled = pipeline.compile_kernel(
             module, name, values, arch=options.arch, spec=spec, verbose=options.verbose
         )
         if options.verbose and compiled.resources is not None:
-            print(f"{name} ({options.arch}): {compiled.resources.summary()}", file=sys.stderr)
-        if options.emit == "ptx":
-            _emit(compiled.ptx)
-        else:
-            _write(options.output, name, compiled)
+            print(f"{where}: {compiled.resources.summary()}", file=sys.stderr)
+        return compiled.ptx, compiled.cubin, compiled.contract
+    from phobos.compile.cached import compile_cached
+
+    cached = compile_cached(module, name, values, arch=options.arch, spec=spec, cache=store)
+    if options.verbose:
+        how = "from the kernel cache" if cached.from_cache else "compiled into the kernel cache"
+        print(f"{where}: {how}, key {cached.key}", file=sys.stderr)
+    return cached.ptx, cached.cubin, cached.contract
+
+
+def _open_cache():
+    try:
+        from phobos.cache import Cache
+    except ImportError as exc:
+        if not (exc.name or "").startswith("phobos.cache"):
+            raise
+        raise ToolchainMissingError(
+            "--cache needs the phobos-cache package; install it with: pip install phobos-cache"
+        ) from exc
+    return Cache()
 
 
 def _emit(text: str) -> None:
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
 
-def _write(folder: Path, name: str, compiled) -> None:
+def _write(folder: Path, name: str, ptx: str, cubin: bytes, contract: Contract) -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"{name}.ptx").write_text(compiled.ptx, encoding="utf-8")
-    (folder / f"{name}.cubin").write_bytes(compiled.cubin)
-    (folder / f"{name}.contract.json").write_text(
-        compiled.contract.to_json() + "\n", encoding="utf-8"
-    )
+    (folder / f"{name}.ptx").write_text(ptx, encoding="utf-8")
+    (folder / f"{name}.cubin").write_bytes(cubin)
+    (folder / f"{name}.contract.json").write_text(contract.to_json() + "\n", encoding="utf-8")
 
 
 def _describe(exc: Exception) -> str:
