@@ -10,6 +10,8 @@ import functools
 import os
 import re
 
+import pytest
+
 from phobos.compile.check import lower
 from phobos.compile.codegen import (
     RUNTIME_DIR,
@@ -19,6 +21,7 @@ from phobos.compile.codegen import (
     generate,
 )
 from phobos.compile.contract import Contract, Slot
+from phobos.compile.diagnostics import PhobosError
 from phobos.compile.ir import nodes as ir
 from phobos.compile.syntax import parse
 
@@ -89,6 +92,20 @@ def count(pattern: str, ptx: str) -> int:
     return len(re.findall(pattern, ptx))
 
 
+def entry_ptx(ptx: str, entry: str) -> str:
+    """The PTX of one kernel of a module."""
+    start = ptx.index(f".entry {entry}(")
+    end = ptx.find(".entry ", start + 1)
+    return ptx[start : end if end >= 0 else len(ptx)]
+
+
+def compile_90(source: str) -> str:
+    """PTX for sm_90, free of local memory (compute_80 is covered by one batched test)."""
+    ptx = compile_ptx(source, "compute_90")
+    assert ".local" not in ptx and "__local_depot" not in ptx
+    return ptx
+
+
 SAXPY = """\
 @autotune(BLOCK in [16, 8192])
 kernel saxpy(x: tensor<f32>[N], y: tensor<f32>[N], out: tensor<f32>[N], alpha: f32) {
@@ -121,7 +138,7 @@ def test_line_directives_name_the_users_file():
     source = generate_text(SAXPY, "saxpy", BLOCK=256).source
     assert '#line 3 "kernel.ph"' in source
     assert '#line 4 "kernel.ph"' in source
-    ptx = compile_both(source)[1]
+    ptx = compile_90(source)
     assert '.file\t1 "kernel.ph"' in ptx or 'kernel.ph"' in ptx
 
 
@@ -163,7 +180,7 @@ def test_cta_size_follows_the_tile_and_num_threads():
 def test_small_tile_guards_threads_without_lanes():
     generated = generate_text(SAXPY, "saxpy", BLOCK=16)
     assert "g < 4" in generated.source  # 16 lanes in groups of 4 over 32 threads
-    compile_both(generated.source)
+    compile_90(generated.source)
 
 
 def test_64_bit_indices():
@@ -171,6 +188,192 @@ def test_64_bit_indices():
     assert "typedef phobos::i64 index_t;" in generated.source
     assert generated.contract.index_width == 64
     assert generated.contract.slots[-1] == Slot("extent", "i64", "N")
-    ptx = compile_both(generated.source)[1]
+    ptx = compile_90(generated.source)
     assert ".param .u64 phobos_saxpy_param_4" in ptx
     assert count(r"ld\.global\.v4\.f32", ptx) > 0
+
+
+ELEMENTWISE_2D = """\
+kernel scale_rows(x: tensor<f32>[M, N], bias: tensor<f32>[N], out: tensor<f32>[M, N], s: f32) {
+    let m = ctx.block.y * 16
+    let n = ctx.block.x * 128
+    let t = x[m :+ 16, n :+ 128] * s + bias[n :+ 128][newaxis, :]
+    out[m :+ 16, n :+ 128] = where(t > 0.0, t, 0.0)
+}
+"""
+
+
+def test_2d_rows_use_vectors_behind_a_run_time_alignment_test():
+    generated = generate_text(ELEMENTWISE_2D, "scale_rows")
+    assert "load_group<16, true>" in generated.source  # a row stride may misalign a row
+    slots = [(s.kind, s.param, s.axis) for s in generated.contract.slots]
+    assert ("stride", "x", 0) in slots and ("stride", "x", 1) not in slots
+    assert generated.contract.static_smem > 0  # the bias row is broadcast through shared memory
+    ptx = compile_90(generated.source)
+    assert count(r"ld\.global\.v4\.f32", ptx) > 0
+    assert "bar.sync" in ptx
+
+
+def test_unaligned_specialisation_has_no_vector_access():
+    generated = generate_text(SAXPY, "saxpy", align=4, BLOCK=1024)
+    assert "load_group<0, false>" in generated.source
+    assert [t.align for t in generated.contract.tensors] == [4, 4, 4]
+    ptx = compile_90(generated.source)
+    assert count(r"\.v[248]\.", ptx) == 0
+    assert count(r"ld\.global\.f32", ptx) > 0
+
+
+def test_8_byte_alignment_gives_8_byte_vectors():
+    ptx = compile_90(generate_text(SAXPY, "saxpy", align=8, BLOCK=1024).source)
+    assert count(r"ld\.global\.v2\.f32", ptx) > 0 and count(r"\.v4\.", ptx) == 0
+
+
+def test_strided_specialisation_takes_a_stride_and_has_no_vector_access():
+    generated = generate_text(SAXPY, "saxpy", unit_stride=False, BLOCK=256)
+    slots = [(s.kind, s.param, s.axis) for s in generated.contract.slots]
+    assert slots[:2] == [("pointer", "x", None), ("stride", "x", 0)]
+    assert not generated.contract.tensors[0].unit_stride
+    assert "load_group_strided" in generated.source
+    ptx = compile_90(generated.source)
+    assert count(r"\.v[248]\.", ptx) == 0
+
+
+COPY = """\
+kernel copy(x: tensor<{t}>[N], out: tensor<{t}>[N]) {{
+    let b = ctx.block.x * 128
+    out[b :+ 128] = {value}
+}}
+"""
+DTYPES = {
+    "bool": "x[b :+ 128] && x[b :+ 128]",
+    "i8": "x[b :+ 128] + i8(1)",
+    "i16": "x[b :+ 128] * i16(3)",
+    "i32": "x[b :+ 128] / 7 + x[b :+ 128] % 5",
+    "i64": "(x[b :+ 128] << 2i64) ^ 1i64",
+    "u8": "x[b :+ 128] - u8(1)",
+    "u16": "x[b :+ 128] | u16(8)",
+    "u32": "x[b :+ 128] >> u32(1)",
+    "u64": "x[b :+ 128] & u64(255)",
+    "f16": "x[b :+ 128] * 2.0f16 - x[b :+ 128]",
+    "bf16": "-x[b :+ 128] + 1.0bf16",
+    "f32": "x[b :+ 128] / 3.0",
+    "f64": "maximum(x[b :+ 128], 0.5f64)",
+}
+
+
+def _dtype_kernels() -> str:
+    """One translation unit with a copy kernel per dtype (one NVRTC run for all)."""
+    sources = []
+    for dtype, value in sorted(DTYPES.items()):
+        text = COPY.format(t=dtype, value=value).replace("kernel copy", f"kernel copy_{dtype}")
+        sources.append(generate_text(text, f"copy_{dtype}").source)
+    return "\n".join(sources)
+
+
+def test_every_dtype_moves_16_byte_vectors():
+    ptx = compile_ptx(_dtype_kernels())
+    assert ".local" not in ptx
+    sixteen_bytes = r"\.global\.(v4\.|v2\.[fbsu]64)"
+    for dtype in DTYPES:
+        body = entry_ptx(ptx, f"phobos_copy_{dtype}")
+        assert count("ld" + sixteen_bytes, body) > 0, dtype
+        assert count("st" + sixteen_bytes, body) > 0, dtype
+
+
+MATH = """\
+kernel math(x: tensor<f16>[N], y: tensor<bf16>[N], z: tensor<f64>[N], o: tensor<f16>[N],
+            p: tensor<bf16>[N], q: tensor<f64>[N], c: tensor<i32>[N]) {
+    let b = ctx.block.x * 64
+    let xf = f32(x[b :+ 64])
+    o[b :+ 64] = f16(exp(xf) + exp2(xf) + log(abs(xf)) + log2(xf) + sqrt(xf) + rsqrt(xf))
+    p[b :+ 64] = exp(y[b :+ 64]) + sqrt(abs(y[b :+ 64])) + bf16(minimum(xf, 1.0))
+    q[b :+ 64] = exp(z[b :+ 64]) + log(z[b :+ 64]) + f64(x[b :+ 64])
+    c[b :+ 64] = i32(xf) + i32(y[b :+ 64]) + i32(z[b :+ 64] > 0.0)
+}
+"""
+
+
+def test_half_precision_math_and_casts():
+    source = generate_text(MATH, "math").source
+    assert "phobos::exp(" in source and "phobos::cast<phobos::f16>" in source
+    ptx = compile_90(source)
+    assert "ex2.approx" in ptx  # expf's fast core; accuracy fixed up around it
+    assert "cvt.rn.f16.f32" in ptx and "cvt.rn.bf16.f32" in ptx
+
+
+SOFTMAX = """\
+@autotune(BN in [64, 4096])
+kernel softmax(x: tensor<f32>[M, N], out: tensor<f32>[M, N]) {
+    let row = ctx.block.x
+    let t = x[row :+ 1, 0 :+ BN]
+    let e = exp(t - max(t, axis=1)[:, newaxis])
+    out[row :+ 1, 0 :+ BN] = e / sum(e, axis=1)[:, newaxis]
+}
+"""
+
+
+@pytest.mark.parametrize("bn", [64, 2048])
+def test_row_reductions_use_warp_shuffles(bn):
+    generated = generate_text(SOFTMAX, "softmax", BN=bn)
+    assert generated.contract.static_smem > 0
+    ptx = compile_90(generated.source)
+    assert "shfl.sync.bfly.b32" in ptx
+    assert count(r"ld\.global\.v4\.f32", ptx) > 0
+
+
+CONTROL = """\
+kernel rowsum(x: tensor<f32>[M, N], out: tensor<f32>[M], n: i32) {
+    let row = ctx.block.x
+    if row >= M {
+        return
+    }
+    var acc = zeros<f32>[256]
+    for k in 0 .. N step 256 {
+        acc += fill(x[row, k :+ 256], 0.0)
+    }
+    var i = 0
+    while i < n {
+        acc = acc * 0.5
+        i += 1
+    }
+    out[row] = sum(acc, axis=0)
+    let cols = sum(trans(x[0 :+ 8, 0 :+ 4]), axis=0)
+    out[0 :+ 8] = cols + f32(arange(8))
+}
+"""
+
+
+def test_control_flow_scalar_stores_transpose_and_iota():
+    generated = generate_text(CONTROL, "rowsum")
+    source = generated.source
+    assert "for (index_t v_k = 0;" in source
+    assert "while (true)" in source and "return;" in source
+    assert "if (tid == 0 &&" in source  # a scalar store is made once per block
+    compile_90(source)
+
+
+def test_dot_is_an_honest_error_at_its_line():
+    text = """\
+kernel mm(a: tensor<f16>[M, K], b: tensor<f16>[K, N], c: tensor<f32>[M, N]) {
+    let acc = zeros<f32>[16, 16]
+    c[0 :+ 16, 0 :+ 16] = dot(a[0 :+ 16, 0 :+ 16], b[0 :+ 16, 0 :+ 16], acc)
+}
+"""
+    with pytest.raises(PhobosError) as caught:
+        generate_text(text, "mm")
+    assert "not supported by the GPU code generator yet" in caught.value.message
+    assert caught.value.span.line == 3
+
+
+def test_every_kernel_compiles_for_sm_80_too():
+    sources = [
+        generate_text(SAXPY, "saxpy", BLOCK=1024).source,
+        generate_text(ELEMENTWISE_2D, "scale_rows").source,
+        generate_text(MATH, "math").source,
+        generate_text(SOFTMAX, "softmax", BN=1024).source,
+        generate_text(CONTROL, "rowsum").source,
+        _dtype_kernels(),
+    ]
+    ptx = compile_ptx("\n".join(sources), "compute_80")
+    assert ".target sm_80" in ptx and ".local" not in ptx
+    assert count(r"\.entry ", ptx) == 5 + len(DTYPES)

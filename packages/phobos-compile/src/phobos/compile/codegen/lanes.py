@@ -3,8 +3,8 @@
 ``group_loop`` walks the thread's groups (``r``; ``g = r * threads + tid``),
 ``lane_loop`` the lanes of one group (``i``).  Both carry ``#pragma unroll``
 and have compile-time trip counts, so after unrolling every ``v[r][i]`` is a
-register: nothing is spilled to local memory.  ``lane_loop`` declares only the
-coordinates ``c0, c1, ...`` its body mentions.
+register: nothing is spilled to local memory.  The loops declare only the names
+their bodies mention (``g``, the coordinates ``c0, c1, ...``).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from phobos.compile.codegen.context import EmitContext
 from phobos.compile.codegen.layout import Layout
 
 _COORD = re.compile(r"\bc(\d+)\b")
+_GROUP = re.compile(r"\bg\b")
 
 
 @contextmanager
@@ -24,12 +25,14 @@ def group_loop(ctx: EmitContext, layout: Layout, skip_padding: bool = False) -> 
     """``for r``: the body runs once per group; ``skip_padding`` skips groups past the tile."""
     ctx.directive("#pragma unroll")
     with ctx.block(f"for (int r = 0; r < {layout.repeats}; ++r)"):
-        ctx.line(f"const int g = r * {layout.threads} + tid;")
+        start = len(ctx.lines)
         if skip_padding and layout.guarded:
             with ctx.block(f"if (g < {layout.groups})"):
                 yield
         else:
             yield
+        if any(_GROUP.search(text) for text in ctx.lines[start:]):
+            ctx.lines.insert(start, ctx.indented(f"const int g = r * {layout.threads} + tid;"))
 
 
 @contextmanager
