@@ -417,44 +417,77 @@ class ExprLowerer(ABC):
 
 
 def fold(expr: ast.Binary, left: Literal, right: Literal) -> Value | None:
-    """Arithmetic on two untyped numbers, done now; None where the op needs types."""
+    """Arithmetic on two untyped numbers, done now; None where the op needs types.
+
+    Integers follow C (division truncates, the remainder takes the dividend's
+    sign); floats follow IEEE (``1.0 / 0.0`` is inf).
+    """
     a, b = left.value, right.value
-    both_int = isinstance(a, int) and isinstance(b, int)
+    op = expr.op
+    if isinstance(a, int) and isinstance(b, int):
+        return _fold_ints(expr, a, b)
+    a, b = float(a), float(b)
+    arithmetic = {
+        "+": lambda: a + b,
+        "-": lambda: a - b,
+        "*": lambda: a * b,
+        "/": lambda: _float_div(a, b),
+        "%": lambda: _float_mod(a, b),
+    }
+    if op in arithmetic:
+        return Literal(arithmetic[op](), expr.span)
+    return _fold_comparison(expr, a, b)
+
+
+def _fold_ints(expr: ast.Binary, a: int, b: int) -> Value | None:
     op = expr.op
     if op in ("/", "%") and b == 0:
-        raise error(expr.span, "division by zero in a compile-time expression")
-    if op == "+":
-        return Literal(a + b, expr.span)
-    if op == "-":
-        return Literal(a - b, expr.span)
-    if op == "*":
-        return Literal(a * b, expr.span)
-    if op == "/":
-        return Literal(_trunc_div(a, b) if both_int else a / b, expr.span)
-    if op == "%":
-        return Literal(a - b * _trunc_div(a, b) if both_int else math.fmod(a, b), expr.span)
-    if both_int and op in ("<<", ">>") and b < 0:
-        raise error(expr.span, f"a shift by a negative amount ({b})")
-    if both_int and op in ("<<", ">>", "&", "|", "^"):
-        ops = {
-            "<<": lambda: a << b,
-            ">>": lambda: a >> b,
-            "&": lambda: a & b,
-            "|": lambda: a | b,
-            "^": lambda: a ^ b,
-        }
-        return Literal(ops[op](), expr.span)
-    if op in COMPARISONS:
-        result = {
-            "==": a == b,
-            "!=": a != b,
-            "<": a < b,
-            "<=": a <= b,
-            ">": a > b,
-            ">=": a >= b,
-        }[op]
-        return ir.Const(result, ir.ScalarT("bool"), expr.span)
+        raise error(expr.span, "integer division by zero in a compile-time expression")
+    if op in ("<<", ">>") and not 0 <= b < 64:
+        raise error(expr.span, f"a shift by {b} bits; shifts take 0 to 63")
+    arithmetic = {
+        "+": lambda: a + b,
+        "-": lambda: a - b,
+        "*": lambda: a * b,
+        "/": lambda: _trunc_div(a, b),
+        "%": lambda: a - b * _trunc_div(a, b),
+        "<<": lambda: a << b,
+        ">>": lambda: a >> b,
+        "&": lambda: a & b,
+        "|": lambda: a | b,
+        "^": lambda: a ^ b,
+    }
+    if op in arithmetic:
+        return Literal(arithmetic[op](), expr.span)
+    return _fold_comparison(expr, a, b)
+
+
+def _fold_comparison(expr: ast.Binary, a: float, b: float) -> Value | None:
+    compare = {
+        "==": a == b,
+        "!=": a != b,
+        "<": a < b,
+        "<=": a <= b,
+        ">": a > b,
+        ">=": a >= b,
+    }
+    if expr.op in compare:
+        return ir.Const(compare[expr.op], ir.ScalarT("bool"), expr.span)
     return None
+
+
+def _float_div(a: float, b: float) -> float:
+    if b != 0.0:
+        return a / b
+    if a == 0.0 or math.isnan(a):
+        return math.nan
+    return math.copysign(math.inf, a) * math.copysign(1.0, b)
+
+
+def _float_mod(a: float, b: float) -> float:
+    if math.isinf(a) or math.isnan(a) or math.isnan(b) or b == 0.0:
+        return math.nan
+    return a if math.isinf(b) else math.fmod(a, b)
 
 
 def _trunc_div(a: int, b: int) -> int:
