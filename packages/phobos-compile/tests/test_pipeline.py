@@ -160,5 +160,7 @@ def test_the_public_api_is_importable_from_the_package():
     assert phobos.compile.CompiledKernel is CompiledKernel
     assert phobos.compile.Specialization is Specialization
     assert set(phobos.compile.__all__) <= set(dir(phobos.compile))
+    for name in phobos.compile.__all__:
+        assert getattr(phobos.compile, name).__name__ == name
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         _ = phobos.compile.nope

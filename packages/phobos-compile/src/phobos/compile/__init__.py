@@ -11,12 +11,21 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
+    "parse": "phobos.compile.syntax",
+    "format_module": "phobos.compile.syntax",
+    "check_module": "phobos.compile.check",
+    "lower": "phobos.compile.check",
+    "tune_space": "phobos.compile.check",
+    "format_kernel": "phobos.compile.ir",
+    "generate": "phobos.compile.codegen",
     "CompiledKernel": "phobos.compile.pipeline",
     "compile_file": "phobos.compile.pipeline",
     "compile_kernel": "phobos.compile.pipeline",
     "default_specialization": "phobos.compile.pipeline",
     "parse_file": "phobos.compile.pipeline",
     "variant_values": "phobos.compile.pipeline",
+    "CachedKernel": "phobos.compile.cached",
+    "compile_cached": "phobos.compile.cached",
     "Contract": "phobos.compile.contract",
     "PhobosError": "phobos.compile.diagnostics",
     "Span": "phobos.compile.span",
