@@ -40,7 +40,6 @@ def test_the_index_width_is_32_or_64(capsys):
     assert "invalid choice" in err
 
 
-
 def test_a_missing_file_is_one_line_not_a_traceback(capsys, tmp_path, monkeypatch):
     monkeypatch.delenv("PHOBOS_DEBUG", raising=False)
     missing = tmp_path / "missing.ph"
