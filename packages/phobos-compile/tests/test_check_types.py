@@ -65,6 +65,16 @@ def test_literal_arithmetic_folds_with_c_division():
     assert values == [-3, -1, 16]
 
 
+def test_float_literal_folding_follows_ieee_and_int_folding_checks_its_operands():
+    kernel = body("let p = 1.0 / 0.0\nlet q = -1 / 0.0\nlet r = 2.5 % 1")
+    assert [s.value.value for s in kernel.body] == [float("inf"), float("-inf"), 0.5]
+    err = failure("let p = 1 / 0")
+    assert at(err) == (1, 9)
+    assert "division by zero" in err.message
+    err = failure("let p = 1 << 64")
+    assert "shifts take 0 to 63" in err.message
+
+
 def test_suffixed_literal_is_typed():
     assert defined("let p = 7i64\nlet q = 2.5f16") == {
         "p": ir.ScalarT("i64"),
@@ -124,6 +134,7 @@ def test_bitwise_ops_on_ints_and_bools_only():
         "r": ir.ScalarT("i32"),
     }
     err = failure("let p = a | 1.0")
+    assert at(err) == (1, 9)
     assert "needs integers or bools, got f32" in err.message
     assert "i32(a)" in err.diagnostics[0].help
     err = failure("let p = b + b")
@@ -164,6 +175,7 @@ def test_maximum_minimum_and_where_broadcast():
     assert types["q"] == ir.TileT("f32", (4, 1), partial=True)
     assert types["r"] == ir.TileT("f32", (8,), partial=True)
     err = failure("let p = where(a, 1.0, 2.0)")
+    assert at(err) == (1, 15)
     assert "bool condition" in err.message
     assert "a != 0" in err.diagnostics[0].help
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from phobos.compile.check import check_module, lower
@@ -47,6 +48,10 @@ def test_variant_values_are_validated_at_the_kernel():
     assert "16, 32" in err.diagnostics[0].help
     err = failure(SAXPY, "saxpy", BLOCK=100)
     assert "BLOCK=100 is not in the @autotune space" in err.message
+    err = failure(SAXPY, "saxpy", BLOCK=256.0)
+    assert "must be an integer, got 256.0" in err.message
+    kernel = lower(parse(SAXPY, "t.ph"), "saxpy", {"BLOCK": np.int64(64)})
+    assert kernel.values == (("BLOCK", 64),) and type(kernel.values[0][1]) is int
     err = failure(SAXPY, "saxpy", BLOCK=256, BLOK=3)
     assert "'BLOK' is not a compile-time name" in err.message
     assert err.diagnostics[0].help == "did you mean 'BLOCK'?"

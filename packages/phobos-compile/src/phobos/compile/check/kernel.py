@@ -8,6 +8,7 @@ the parameters and named extents, lowers the body, and repeats while some
 from __future__ import annotations
 
 import difflib
+import numbers
 from collections.abc import Mapping
 
 from phobos.compile.check import scope as names
@@ -77,7 +78,7 @@ def _validate(node: ast.Kernel, space: TuneSpace, values: Mapping[str, int]) -> 
                 f"kernel '{node.name}' needs a value for '{name}'",
                 help=f"give {name}= one of {options}",
             )
-        value = values[name]
+        value = _integer(node, name, values[name])
         if value not in space.choices[name]:
             raise error(
                 node.span,
@@ -89,6 +90,7 @@ def _validate(node: ast.Kernel, space: TuneSpace, values: Mapping[str, int]) -> 
         if name in chosen:
             continue
         if name == NUM_THREADS:
+            value = _integer(node, name, value)
             if not (is_power_of_two(value) and 32 <= value <= MAX_THREADS):
                 raise error(
                     node.span,
@@ -106,6 +108,17 @@ def _validate(node: ast.Kernel, space: TuneSpace, values: Mapping[str, int]) -> 
             else f"its compile-time names: {', '.join(space.names) or 'none'}",
         )
     return chosen
+
+
+def _integer(node: ast.Kernel, name: str, value: object) -> int:
+    """A variant value as a Python int (numpy integers are fine, bools and floats are not)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise error(
+            node.span,
+            f"the value of '{name}' must be an integer, got {value!r}",
+            help=f"give {name}=<int>",
+        )
+    return int(value)
 
 
 def _bind_params(
