@@ -3,13 +3,27 @@
 from __future__ import annotations
 
 from phobos.compile.check.types import Literal, Value
+from phobos.compile.diagnostics import source_line
 from phobos.compile.syntax import ast
+
+# Source text longer than this is abbreviated in help messages.
+MAX_QUOTE = 40
 
 
 def describe(expr: ast.Expr) -> str:
-    """A short source-like rendering of ``expr`` for help messages."""
+    """``expr`` as the user wrote it (when short and on one line), for help messages."""
     if isinstance(expr, ast.Name):
         return expr.id
+    span = expr.span
+    if span.line > 0 and span.end_line == span.line:
+        line = source_line(span.file, span.line)
+        text = line[span.col - 1 : span.end_col - 1] if line else ""
+        if text and len(text) <= MAX_QUOTE:
+            return text
+    return _sketch(expr)
+
+
+def _sketch(expr: ast.Expr) -> str:
     if isinstance(expr, (ast.IntLit, ast.FloatLit)):
         return str(expr.value) + (expr.suffix or "")
     if isinstance(expr, ast.Ctx):
@@ -17,7 +31,9 @@ def describe(expr: ast.Expr) -> str:
     if isinstance(expr, ast.Call):
         return f"{expr.func}(...)"
     if isinstance(expr, ast.Subscript):
-        return f"{describe(expr.base)}[...]"
+        return f"{_sketch(expr.base)}[...]"
+    if isinstance(expr, ast.Name):
+        return expr.id
     return "..."
 
 
