@@ -53,7 +53,7 @@ def test_if_and_while_need_block_uniform_bools():
     assert isinstance(kernel.body[2], ir.If) and kernel.body[2].then == (ir.Return(),)
     err = failure("if x[0 :+ 4] > 0.0 {\n}")
     assert at(err) == (1, 4)
-    assert "block-uniform scalar" in err.message
+    assert err.message.endswith("must be a block-uniform scalar, not a tile<bool>[4]")
     assert "where(c, a, b)" in err.diagnostics[0].help
     err = failure("while n {\n}")
     assert "must be bool, got i32" in err.message

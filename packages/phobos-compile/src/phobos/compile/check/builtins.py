@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from phobos.compile.check.broadcast import broadcast_shapes, is_partial, shape_of, to_shape
-from phobos.compile.check.messages import describe, type_name
+from phobos.compile.check.messages import describe, shown, type_name
 from phobos.compile.check.scope import Scope
 from phobos.compile.check.types import (
     Literal,
@@ -68,7 +68,7 @@ def _math(lw: ExprLowerer, call: ast.Call, scope: Scope) -> Value:
     if not ok:
         raise error(
             call.span,
-            f"{call.func}() needs a float operand, got {got.type}",
+            f"{call.func}() needs a float operand, got {shown(got.type)}",
             help=f"cast it: `{call.func}(f32({describe(call.args[0])}))`",
         )
     return ir.Math(call.func, got, got.type, call.span)
@@ -95,7 +95,7 @@ def _where(lw: ExprLowerer, call: ast.Call, scope: Scope) -> Value:
     if cond.type.dtype != "bool":
         raise error(
             call.args[0].span,
-            f"where() needs a bool condition, got {cond.type}",
+            f"where() needs a bool condition, got {shown(cond.type)}",
             help=f"compare it, e.g. `{describe(call.args[0])} != 0`",
         )
     values = [lw.value(a, scope) for a in call.args[1:]]
@@ -204,7 +204,7 @@ def lower_dot(
         if not isinstance(acc_value.type, ir.TileT) or acc_value.type.shape != (m, n):
             raise error(
                 node.args[2].span,
-                f"dot's accumulator must be a [{m}, {n}] tile, got {acc_value.type}",
+                f"dot's accumulator must be a [{m}, {n}] tile, got {shown(acc_value.type)}",
                 help=f"start it with `zeros<f32>[{m}, {n}]`",
             )
         if acc_value.type.dtype not in ok_types:
@@ -223,7 +223,7 @@ def _trans(lw: ExprLowerer, call: ast.Call, scope: Scope) -> Value:
     tile = _tile(lw, call.args[0], scope, "trans()")
     assert isinstance(tile.type, ir.TileT)
     if len(tile.type.shape) != 2:
-        raise error(call.span, f"trans() needs a 2-D tile, got {tile.type}")
+        raise error(call.span, f"trans() needs a 2-D tile, got {shown(tile.type)}")
     shape = tile.type.shape[::-1]
     return ir.Transpose(tile, ir.TileT(tile.type.dtype, shape, tile.type.partial), call.span)
 

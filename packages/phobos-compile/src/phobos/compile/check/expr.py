@@ -15,7 +15,7 @@ from phobos.compile.check import scope as names
 from phobos.compile.check.broadcast import broadcast_shapes, is_partial, shape_of, to_shape
 from phobos.compile.check.builtins import BUILTINS, lower_cast, lower_dot
 from phobos.compile.check.context import Context
-from phobos.compile.check.messages import describe
+from phobos.compile.check.messages import describe, shown
 from phobos.compile.check.scope import Scope
 from phobos.compile.check.types import (
     Literal,
@@ -98,13 +98,13 @@ class ExprLowerer(ABC):
         if isinstance(got.type, ir.TileT):
             raise error(
                 expr.span,
-                f"{what} must be a block-uniform scalar, not a {got.type}",
+                f"{what} must be a block-uniform scalar, not a {shown(got.type)}",
                 help="index with a window `a :+ L`; a tile cannot index a tensor",
             )
         if not is_int(got.type.dtype):
             raise error(
                 expr.span,
-                f"{what} must be an integer, not {got.type}",
+                f"{what} must be an integer, not {shown(got.type)}",
                 help=f"cast it: `index({describe(expr)})`",
             )
         return self.convert(got, "index", expr.span)
@@ -238,7 +238,7 @@ class ExprLowerer(ABC):
             return ir.Unary("bitnot", operand, operand.type, expr.span)
         wants = {"-": "a number", "!": "bool", "~": "an integer"}.get(expr.op, "?")
         help = "compare it instead, e.g. `x == 0`" if expr.op == "!" else None
-        raise error(expr.span, f"`{expr.op}` needs {wants}, got {operand.type}", help=help)
+        raise error(expr.span, f"`{expr.op}` needs {wants}, got {shown(operand.type)}", help=help)
 
     def _binary(self, expr: ast.Binary, scope: Scope) -> Value:
         left = self.value(expr.left, scope)
@@ -356,7 +356,7 @@ class ExprLowerer(ABC):
                 return ir.Load(tensor, indices, type, expr.span)
         base = self.materialise(self.value(expr.base, scope))
         if not isinstance(base.type, ir.TileT):
-            raise error(expr.span, f"a {base.type} scalar cannot be indexed")
+            raise error(expr.span, f"a {shown(base.type)} scalar cannot be indexed")
         return self.reshape(base, expr)
 
     def tensor_indices(

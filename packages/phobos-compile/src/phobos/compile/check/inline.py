@@ -12,7 +12,7 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from phobos.compile.check import scope as names
-from phobos.compile.check.messages import describe
+from phobos.compile.check.messages import describe, shown
 from phobos.compile.check.scope import Binding, Scope
 from phobos.compile.check.types import Literal, Value, literal_fits, make_const
 from phobos.compile.diagnostics import Note, PhobosError, error
@@ -78,7 +78,7 @@ def _argument(
     if got.type.dtype != dtype:
         raise error(
             arg.span,
-            f"'{fn.name}' takes {dtype} for '{param.name}', got {got.type}",
+            f"'{fn.name}' takes {dtype} for '{param.name}', got {shown(got.type)}",
             help=f"convert it: `{dtype}({describe(arg)})`",
         )
     return got

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from phobos.compile.check.types import Literal, Value
 from phobos.compile.diagnostics import source_line
+from phobos.compile.ir import nodes as ir
 from phobos.compile.syntax import ast
 
 # Source text longer than this is abbreviated in help messages.
@@ -37,5 +38,10 @@ def _sketch(expr: ast.Expr) -> str:
     return "..."
 
 
+def shown(type: ir.IRType) -> str:
+    """A type as messages show it: whether lanes may be absent is not the user's concern."""
+    return str(ir.TileT(type.dtype, type.shape) if isinstance(type, ir.TileT) else type)
+
+
 def type_name(value: Value) -> str:
-    return value.describe() if isinstance(value, Literal) else str(value.type)
+    return value.describe() if isinstance(value, Literal) else shown(value.type)

@@ -6,7 +6,7 @@ from phobos.compile.check import scope as names
 from phobos.compile.check.broadcast import broadcast_shapes, is_partial, shape_of, to_shape
 from phobos.compile.check.expr import ExprLowerer
 from phobos.compile.check.inline import inline_fn
-from phobos.compile.check.messages import describe, type_name
+from phobos.compile.check.messages import describe, shown, type_name
 from phobos.compile.check.scope import Binding, Scope
 from phobos.compile.check.types import Literal, Value, is_int, literal_fits, make_const
 from phobos.compile.diagnostics import error
@@ -96,7 +96,9 @@ class StmtLowerer(ExprLowerer):
         """``got`` as a value of ``want``'s type and shape; literals adapt, nothing else does."""
         if isinstance(got, Literal):
             if not literal_fits(got, want.dtype):
-                raise error(expr.span, f"a {got.describe()} cannot be assigned to {what} ({want})")
+                raise error(
+                    expr.span, f"a {got.describe()} cannot be assigned to {what} ({shown(want)})"
+                )
             got = make_const(got, want.dtype, expr.span)
         if got.type.dtype != want.dtype:
             raise error(
@@ -107,7 +109,7 @@ class StmtLowerer(ExprLowerer):
         if shape_of(got) != (want.shape if isinstance(want, ir.TileT) else None):
             raise error(
                 expr.span,
-                f"{what} is a {strip_partial(want)}, but the value is a {strip_partial(got.type)}",
+                f"{what} is a {shown(want)}, but the value is a {shown(got.type)}",
                 help="a var keeps its shape; declare a new name for a value of another shape",
             )
         return got
@@ -181,7 +183,7 @@ class StmtLowerer(ExprLowerer):
         elif isinstance(got.type, ir.TileT):
             raise error(
                 span,
-                f"a {got.type} cannot be stored into one element of '{tensor.name}'",
+                f"a {shown(got.type)} cannot be stored into one element of '{tensor.name}'",
                 help="store into a window: `t[a :+ L] = ...`, or reduce the tile first",
             )
         return tensor, indices, got
@@ -250,13 +252,13 @@ class StmtLowerer(ExprLowerer):
         if isinstance(got.type, ir.TileT):
             raise error(
                 expr.span,
-                f"the condition of `{keyword}` must be a block-uniform scalar, not a {got.type}",
+                f"the condition of `{keyword}` must be a block-uniform scalar, not a {shown(got.type)}",
                 help="choose per lane with `where(c, a, b)`, or reduce the tile first",
             )
         if got.type.dtype != "bool":
             raise error(
                 expr.span,
-                f"the condition of `{keyword}` must be bool, got {got.type}",
+                f"the condition of `{keyword}` must be bool, got {shown(got.type)}",
                 help=f"compare it, e.g. `{describe(expr)} != 0`",
             )
         return got
@@ -279,7 +281,3 @@ class StmtLowerer(ExprLowerer):
 
 def is_partial_type(type: ir.IRType) -> bool:
     return isinstance(type, ir.TileT) and type.partial
-
-
-def strip_partial(type: ir.IRType) -> ir.IRType:
-    return ir.TileT(type.dtype, type.shape) if isinstance(type, ir.TileT) else type
