@@ -149,15 +149,15 @@ class FakeDriver:
     def stream_wait_event(self, stream: int, event: int) -> None:
         self.calls.append(("stream_wait_event", stream, event))
 
-    def launch_kernel(self, function, grid, block, shared_memory, stream, kernel_params) -> None:
+    def launch_kernel(self, function, gx, gy, gz, bx, by, bz, shared_memory, stream, params):
         self.launches.append(
             {
                 "function": function,
-                "grid": grid,
-                "block": block,
+                "grid": (gx, gy, gz),
+                "block": (bx, by, bz),
                 "smem": shared_memory,
                 "stream": stream,
-                "params": kernel_params,
+                "params": params,
                 "context": self.context,
             }
         )

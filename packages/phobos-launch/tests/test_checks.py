@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
+import struct
 
 import pytest
 
 from phobos.launch import LaunchError, load_kernel
+from phobos.launch.fastpath import compile_fast_binder
 
 BASE = 0x7F0000000000
 
@@ -18,11 +21,28 @@ def saxpy_args(fakes, n=1000, **out):
     return [x, y, o, 2.0]
 
 
-def refused(kernel, driver, args, pattern):
+def refused(kernel, driver, args, pattern, *, by_binder=True):
+    """The launch is refused with ``pattern``; binder checks are refused by the fast path too."""
+    if by_binder:
+        fast_path_refuses(kernel, args)
     with pytest.raises(LaunchError, match=pattern) as info:
         kernel.launch((1,), args)
     assert driver.launches == []
     return str(info.value)
+
+
+def fast_path_refuses(kernel, args):
+    binder = kernel._binder
+    try:
+        plan = binder.plan(args)
+    except LaunchError:
+        return  # refused before any plan exists
+    fast = compile_fast_binder(binder, plan, args)
+    if fast is None:
+        return  # no fast path for these argument types
+    plan.fast, plan.fast_compiled = fast, True
+    with contextlib.suppress(struct.error, OverflowError, ValueError):  # LaunchError too
+        assert fast(args, kernel.parameter_block().write) is None, fast.source
 
 
 def test_good_arguments_bind(saxpy, fakes):
@@ -90,7 +110,8 @@ def test_torch_tensors_on_two_gpus(saxpy, driver, fakes):
 def test_kernel_pinned_to_a_device(driver, contract, fakes):
     kernel = load_kernel(contract, cubin=b"C", device=0, driver=driver)
     args = [fakes.tensor((4,), device=1) for _ in range(3)] + [1.0]
-    refused(kernel, driver, args, "arrays are on GPU 1 but the kernel was loaded for GPU 0")
+    message = "arrays are on GPU 1 but the kernel was loaded for GPU 0"
+    refused(kernel, driver, args, message, by_binder=False)
 
 
 def test_cpu_tensor_is_refused_with_a_hint(saxpy, driver, fakes):
@@ -262,7 +283,7 @@ def test_shared_memory_over_the_device_limit(scale_contract, driver, fakes):
     a = fakes.cuda_array((8, 4), typestr="<f2")
     b = fakes.cuda_array((4, 64), typestr="<f2")
     c = fakes.cuda_array((8, 64))
-    message = refused(kernel, driver, [a, b, c, 1.0, 3, True], "shared memory")
+    message = refused(kernel, driver, [a, b, c, 1.0, 3, True], "shared memory", by_binder=False)
     assert message == (
         "scale needs 66560 bytes of shared memory per block (static 1024 + dynamic 65536) "
         "but GPU 0 allows 49152"
@@ -271,4 +292,5 @@ def test_shared_memory_over_the_device_limit(scale_contract, driver, fakes):
 
 def test_block_larger_than_the_compiled_kernel_allows(saxpy, driver, fakes):
     driver.max_threads = 64
-    refused(saxpy, driver, saxpy_args(fakes), "block has 128 threads but .* at most 64")
+    message = "block has 128 threads but .* at most 64"
+    refused(saxpy, driver, saxpy_args(fakes), message, by_binder=False)

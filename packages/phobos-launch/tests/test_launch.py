@@ -113,9 +113,9 @@ def test_the_block_is_built_once_and_patched_in_place(saxpy, driver, fakes):
 def test_each_call_signature_is_planned_once(saxpy, fakes):
     saxpy.launch((1,), saxpy_args(fakes))
     saxpy.launch((1,), saxpy_args(fakes, n=7))
-    assert len(saxpy._binder._plans) == 1
+    assert len(saxpy._binder.plans) == 1
     saxpy.launch((1,), [fakes.tensor((8,)) for _ in range(3)] + [1.0])
-    assert len(saxpy._binder._plans) == 2
+    assert len(saxpy._binder.plans) == 2
 
 
 def test_each_thread_has_its_own_block(saxpy, fakes):

@@ -1,11 +1,12 @@
 """The argument binder: a launch's arguments checked against the contract, slot values gathered.
 
 Everything that depends only on the contract is worked out once, when the binder
-is made; what depends on the argument types (which reader each tensor takes) once
-per call signature.  A call then reads each array once, runs the checks as plain
-comparisons and gathers the slot values; messages are only built when a check fails.
-Each failure is a ``LaunchError`` naming the kernel, the parameter, what was
-expected and what was given.
+is made (the tables below); what depends on the argument types (which reader each
+tensor takes) once per call signature, in a ``Plan``.  ``bind`` is the reference
+path: it reads and checks each argument in turn and explains any failure, a
+``LaunchError`` naming the kernel, the parameter, what was expected and what was
+given.  ``fastpath`` compiles the same checks into one straight-line function per
+plan for the launches that pass them.
 """
 
 from __future__ import annotations
@@ -26,13 +27,15 @@ from phobos.launch.contract import LaunchContract, TensorParam
 from phobos.launch.dtypes import ITEMSIZE
 from phobos.launch.errors import CudaError, LaunchError
 from phobos.launch.scalars import ScalarError, ScalarReader, fits, scalar_reader
-from phobos.launch.streams import library_of
+from phobos.launch.streams import current_stream_of, library_of
 
 INDEX32_LIMIT = 2**31
-_POINTER, _STRIDE, _EXTENT, _SCALAR = range(4)
+
+# Where a slot's value comes from (the first entry of each ``slot_sources`` row).
+POINTER, STRIDE, EXTENT, SCALAR = range(4)
 
 
-class _TensorCheck:
+class TensorCheck:
     """A tensor parameter with what each launch checks about it, precomputed."""
 
     __slots__ = ("align", "dims", "dtype", "name", "position", "rank", "unit_stride", "written")
@@ -62,15 +65,17 @@ class Binding:
     producer_streams: tuple[int, ...]  # CAI v3 streams the launch must wait for
 
 
-class _Plan:
+class Plan:
     """How to read the arguments of one call signature (the tuple of argument types)."""
 
-    __slots__ = ("current_stream", "library", "readers")
+    __slots__ = ("current_stream", "fast", "fast_compiled", "readers")
 
     def __init__(self, readers: tuple[Reader, ...], library: str | None) -> None:
         self.readers = readers
-        self.library = library  # "torch", "cupy" or None: whose current stream to launch on
-        self.current_stream: Callable[[int], int] | None = None  # set by the first launch
+        # The current stream of the arguments' array library (torch, CuPy), else the default.
+        self.current_stream = current_stream_of(library)
+        self.fast: Callable[..., Any] | None = None  # fastpath.py's, after the first good bind
+        self.fast_compiled = False
 
 
 class ArgumentBinder:
@@ -82,53 +87,53 @@ class ArgumentBinder:
         self.contract = contract
         self.kernel = contract.kernel
         self._pointer_device = pointer_device
-        self._count = len(contract.params)
+        self.count = len(contract.params)
         position = {name: i for i, name in enumerate(contract.params)}
-        self.tensors = tuple(_TensorCheck(t, position[t.name]) for t in contract.tensors)
+        self.tensors = tuple(TensorCheck(t, position[t.name]) for t in contract.tensors)
         tensor_index = {t.name: i for i, t in enumerate(self.tensors)}
-        self._scalar_readers: dict[str, ScalarReader] = {
+        self.scalar_readers: dict[str, ScalarReader] = {
             s.name: scalar_reader(s.dtype) for s in contract.scalars
         }
-        self._index32 = contract.index_width == 32
-        self._plans: dict[tuple[type, ...], _Plan] = {}
+        self.index32 = contract.index_width == 32
+        self.plans: dict[tuple[type, ...], Plan] = {}
 
         # Named extents: where each is first read, where it must agree; literal dims.
         self.extent_names: list[str] = []
-        self._extent_sources: list[tuple[int, int]] = []
-        self._extent_checks: list[tuple[int, int, int]] = []
-        self._literal_checks: list[tuple[int, int, int]] = []
+        self.extent_sources: list[tuple[int, int]] = []
+        self.extent_checks: list[tuple[int, int, int]] = []
+        self.literal_checks: list[tuple[int, int, int]] = []
         for t_index, tensor in enumerate(self.tensors):
             for axis, dim in enumerate(tensor.dims):
                 if isinstance(dim, int):
-                    self._literal_checks.append((t_index, axis, dim))
+                    self.literal_checks.append((t_index, axis, dim))
                 elif dim in self.extent_names:
-                    self._extent_checks.append((t_index, axis, self.extent_names.index(dim)))
+                    self.extent_checks.append((t_index, axis, self.extent_names.index(dim)))
                 else:
                     self.extent_names.append(dim)
-                    self._extent_sources.append((t_index, axis))
+                    self.extent_sources.append((t_index, axis))
 
-        self._slot_sources: list[tuple[int, int, int]] = []
+        self.slot_sources: list[tuple[int, int, int]] = []
         for slot in contract.slots:
             if slot.kind == "pointer":
-                self._slot_sources.append((_POINTER, tensor_index[slot.param], 0))
+                self.slot_sources.append((POINTER, tensor_index[slot.param], 0))
             elif slot.kind == "stride":
-                self._slot_sources.append((_STRIDE, tensor_index[slot.param], slot.axis or 0))
+                self.slot_sources.append((STRIDE, tensor_index[slot.param], slot.axis or 0))
             elif slot.kind == "extent":
-                self._slot_sources.append((_EXTENT, self.extent_names.index(slot.param), 0))
+                self.slot_sources.append((EXTENT, self.extent_names.index(slot.param), 0))
             else:
-                self._slot_sources.append((_SCALAR, position[slot.param], 0))
+                self.slot_sources.append((SCALAR, position[slot.param], 0))
 
-    def bind(self, args: Sequence[Any]) -> tuple[int | None, list[int], list[Any], _Plan, list]:
-        """Check ``args``; return (device, extents, slot values, plan, producer streams).
+    def plan(self, args: Sequence[Any]) -> Plan:
+        """The plan for the call signature of ``args`` (made on first sight); checks the count."""
+        if len(args) != self.count:
+            raise LaunchError(self.count_problem(args))
+        plan = self.plans.get(tuple(map(type, args)))
+        return self._plan(args) if plan is None else plan
 
-        The hot path of every launch: no dicts are built and no exceptions raised
-        unless an argument is wrong.
-        """
-        if len(args) != self._count:
-            raise LaunchError(self._count_problem(args))
-        plan = self._plans.get(tuple(map(type, args)))
-        if plan is None:
-            plan = self._plan(args)
+    def bind(
+        self, args: Sequence[Any], plan: Plan
+    ) -> tuple[int | None, list[int], list[Any], list[int]]:
+        """Check ``args``; return (device, extents, slot values, producer streams)."""
         tensors = self.tensors
         arrays: list[ArrayFields] = []
         try:
@@ -152,7 +157,7 @@ class ArgumentBinder:
             ):
                 raise LaunchError(self._tensor_problem(check, fields))
             if on is None and ptr:
-                on = self._device_of(check, ptr)
+                on = self.device_of(check, ptr)
             if on is not None:
                 if device is None:
                     device, first = on, check
@@ -164,37 +169,37 @@ class ArgumentBinder:
             if stream is not None:
                 producers.append(stream)
 
-        extents = [arrays[t][1][axis] for t, axis in self._extent_sources]
-        for t, axis, e in self._extent_checks:
+        extents = [arrays[t][1][axis] for t, axis in self.extent_sources]
+        for t, axis, e in self.extent_checks:
             if arrays[t][1][axis] != extents[e]:
                 raise LaunchError(self._extent_problem(t, axis, e, arrays))
-        for t, axis, size in self._literal_checks:
+        for t, axis, size in self.literal_checks:
             if arrays[t][1][axis] != size:
                 raise LaunchError(self._literal_problem(t, axis, size, arrays))
-        if self._index32:
+        if self.index32:
             self._check_index32(extents, arrays)
 
         values = []
-        for kind, a, b in self._slot_sources:
-            if kind == _POINTER:
+        for kind, a, b in self.slot_sources:
+            if kind == POINTER:
                 values.append(arrays[a][0])
-            elif kind == _STRIDE:
+            elif kind == STRIDE:
                 values.append(arrays[a][2][b])
-            elif kind == _EXTENT:
+            elif kind == EXTENT:
                 values.append(extents[a])
             else:
-                values.append(self._read_scalar(a, args[a]))
-        return device, extents, values, plan, producers
+                values.append(self.read_scalar(a, args[a]))
+        return device, extents, values, producers
 
     def binding(self, args: Sequence[Any]) -> Binding:
-        device, extents, values, _, producers = self.bind(args)
+        device, extents, values, producers = self.bind(args, self.plan(args))
         if not all(fits(slot.type, v) for slot, v in zip(self.contract.slots, values)):
             raise LaunchError(self.unfit_problem(values))
         return Binding(
             device, dict(zip(self.extent_names, extents)), tuple(values), tuple(producers)
         )
 
-    def _plan(self, args: Sequence[Any]) -> _Plan:
+    def _plan(self, args: Sequence[Any]) -> Plan:
         readers = []
         for check in self.tensors:
             arg = args[check.position]
@@ -205,18 +210,18 @@ class ArgumentBinder:
                     + not_a_gpu_array(arg)
                 )
             readers.append(reader)
-        plan = _Plan(tuple(readers), library_of(args[t.position] for t in self.tensors))
-        self._plans[tuple(map(type, args))] = plan
+        plan = Plan(tuple(readers), library_of(args[t.position] for t in self.tensors))
+        self.plans[tuple(map(type, args))] = plan
         return plan
 
-    def _read_scalar(self, position: int, value: Any) -> Any:
+    def read_scalar(self, position: int, value: Any) -> Any:
         name = self.contract.params[position]
         try:
-            return self._scalar_readers[name](value)
+            return self.scalar_readers[name](value)
         except ScalarError as exc:
             raise LaunchError(f"{self.kernel}: {name}: {exc}") from None
 
-    def _device_of(self, check: _TensorCheck, ptr: int) -> int:
+    def device_of(self, check: TensorCheck, ptr: int) -> int:
         if self._pointer_device is None:
             return 0
         try:
@@ -230,7 +235,7 @@ class ArgumentBinder:
     def _check_index32(self, extents: list[int], arrays: list[ArrayFields]) -> None:
         for name, size in zip(self.extent_names, extents):
             if size >= INDEX32_LIMIT:
-                t, axis = self._extent_sources[self.extent_names.index(name)]
+                t, axis = self.extent_sources[self.extent_names.index(name)]
                 raise LaunchError(
                     f"{self.kernel}: extent {name} = {size} (axis {axis} of "
                     f"{self.tensors[t].name}) does not fit this variant's 32-bit indexing; "
@@ -246,11 +251,11 @@ class ArgumentBinder:
 
     # Messages, built only when a check fails.
 
-    def _count_problem(self, args: Sequence[Any]) -> str:
+    def count_problem(self, args: Sequence[Any]) -> str:
         params = ", ".join(self.contract.params)
-        return f"{self.kernel} takes {self._count} arguments ({params}), got {len(args)}"
+        return f"{self.kernel} takes {self.count} arguments ({params}), got {len(args)}"
 
-    def _tensor_problem(self, check: _TensorCheck, fields: ArrayFields) -> str:
+    def _tensor_problem(self, check: TensorCheck, fields: ArrayFields) -> str:
         ptr, shape, strides, dtype, _, readonly, _ = fields
         where = f"{self.kernel}: {check.name}"
         shape = tuple(shape)
@@ -279,7 +284,7 @@ class ArgumentBinder:
 
     def _extent_problem(self, t: int, axis: int, e: int, arrays: list[ArrayFields]) -> str:
         name = self.extent_names[e]
-        first_t, first_axis = self._extent_sources[e]
+        first_t, first_axis = self.extent_sources[e]
         return (
             f"{self.kernel}: extent {name} disagrees: {self.tensors[first_t].name} has {name} = "
             f"{arrays[first_t][1][first_axis]} (axis {first_axis}), {self.tensors[t].name} has "

@@ -58,8 +58,12 @@ class Driver(Protocol):
     def launch_kernel(
         self,
         function: int,
-        grid: tuple[int, int, int],
-        block: tuple[int, int, int],
+        grid_x: int,
+        grid_y: int,
+        grid_z: int,
+        block_x: int,
+        block_y: int,
+        block_z: int,
         shared_memory: int,
         stream: int,
         kernel_params: int | None,
@@ -228,13 +232,29 @@ class CudaDriver:
     def launch_kernel(
         self,
         function: int,
-        grid: tuple[int, int, int],
-        block: tuple[int, int, int],
+        grid_x: int,
+        grid_y: int,
+        grid_z: int,
+        block_x: int,
+        block_y: int,
+        block_z: int,
         shared_memory: int,
         stream: int,
         kernel_params: int | None,
     ) -> None:
-        code = self._launch(function, *grid, *block, shared_memory, stream, kernel_params, None)
+        code = self._launch(
+            function,
+            grid_x,
+            grid_y,
+            grid_z,
+            block_x,
+            block_y,
+            block_z,
+            shared_memory,
+            stream,
+            kernel_params,
+            None,
+        )
         if code:
             raise self.error("cuLaunchKernel", code)
 

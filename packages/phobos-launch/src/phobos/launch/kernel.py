@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import struct
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from phobos.launch.arrays import ArrayProtocolError
 from phobos.launch.binder import ArgumentBinder, Binding
 from phobos.launch.contract import LaunchContract, read_contract
 from phobos.launch.driver import (
@@ -25,11 +26,15 @@ from phobos.launch.driver import (
     shared_driver,
 )
 from phobos.launch.errors import CudaError, LaunchError
-from phobos.launch.grid import Grid, call_grid, grid_dims
+from phobos.launch.fastpath import compile_fast_binder
+from phobos.launch.grid import MAX_GRID, Grid, call_grid, grid_dims
 from phobos.launch.params import ParameterBlock
-from phobos.launch.streams import StreamOrdering, current_stream_of, stream_handle
+from phobos.launch.streams import StreamOrdering, stream_handle
 
 _DEFAULT_DYNAMIC_SMEM = 48 * 1024  # above this a kernel must opt in (cuFuncSetAttribute)
+# What the fast path may raise on arguments that the reference binder then explains.
+_RETRY_SLOWLY = (struct.error, OverflowError, ArrayProtocolError)
+_MAX_GRID_X = MAX_GRID[0]
 
 
 class _OnDevice:
@@ -91,6 +96,8 @@ class LoadedKernel:
         self._load_lock = threading.Lock()
         self._per_thread = threading.local()
         self._ordering: StreamOrdering | None = None
+        # The fast path of the signature last launched; it checks the argument types itself.
+        self._fast: Callable[..., Any] | None = None
 
     def __repr__(self) -> str:
         return f"<LoadedKernel {self.name} ({self.contract.arch}, params {self.contract.params})>"
@@ -117,29 +124,37 @@ class LoadedKernel:
         library's current stream.  Raises ``LaunchError`` (nothing launched) when an
         argument does not fit; this call is also the figure for host time per launch.
         """
-        device, extents, slot_values, plan, producers = self._binder.bind(args)
+        block = self._block()
+        bound = None
+        fast = self._fast
+        if fast is not None:
+            try:
+                bound = fast(args, block.write)
+            except _RETRY_SLOWLY:
+                bound = None
+        if bound is None:
+            bound = self._bind(args, block)
+        device, extents, producers, plan = bound
         if device is None or self._pinned is not None:
             device = self._device_for(device)
         on_device = self._devices.get(device) or self._loaded(device)
         if callable(grid):
             grid = call_grid(self.name, grid, self._meta(extents, values))
-        dims = grid_dims(self.name, grid)
-        if dims is None:
-            return
-        if stream is None:
-            current = plan.current_stream
-            if current is None:
-                current = plan.current_stream = current_stream_of(plan.library)
-            handle = current(device)
+        if (
+            grid.__class__ is tuple
+            and len(grid) == 1
+            and grid[0].__class__ is int
+            and 0 < grid[0] <= _MAX_GRID_X
+        ):
+            gx, gy, gz = grid[0], 1, 1
         else:
-            handle = stream_handle(stream)
-        block = self._block()
-        try:
-            block.write(*slot_values)
-        except (struct.error, OverflowError):
-            raise LaunchError(self._binder.unfit_problem(slot_values)) from None
+            dims = grid_dims(self.name, grid)
+            if dims is None:
+                return
+            gx, gy, gz = dims
+        handle = plan.current_stream(device) if stream is None else stream_handle(stream)
 
-        driver = self.driver
+        driver = self._driver
         context = on_device.context
         previous = driver.current_context()
         if previous != context:
@@ -149,8 +164,10 @@ class LoadedKernel:
                 self._stream_ordering().wait_for(context, handle, producers)
             driver.launch_kernel(
                 on_device.function,
-                dims,
-                self._cta,
+                gx,
+                gy,
+                gz,
+                *self._cta,
                 self._dynamic_smem,
                 handle,
                 block.address,
@@ -158,6 +175,35 @@ class LoadedKernel:
         finally:
             if previous != context:
                 driver.set_current_context(previous)
+
+    def _bind(self, args: Sequence[Any], block: ParameterBlock) -> tuple[Any, ...]:
+        """Bind when the last fast path did not: this signature's fast path, else the reference."""
+        plan = self._binder.plans.get(tuple(map(type, args)))
+        if plan is not None and plan.fast is not None and plan.fast is not self._fast:
+            try:
+                bound = plan.fast(args, block.write)
+            except _RETRY_SLOWLY:
+                bound = None
+            if bound is not None:
+                self._fast = plan.fast
+                return bound
+        return self._bind_slowly(args, block)
+
+    def _bind_slowly(self, args: Sequence[Any], block: ParameterBlock) -> tuple[Any, ...]:
+        """The reference binder: explains a bad launch; compiles the fast path after a good one."""
+        binder = self._binder
+        plan = binder.plan(args)
+        device, extents, slot_values, producers = binder.bind(args, plan)
+        try:
+            block.write(*slot_values)
+        except (struct.error, OverflowError):
+            raise LaunchError(binder.unfit_problem(slot_values)) from None
+        if not plan.fast_compiled:
+            plan.fast = compile_fast_binder(binder, plan, args)
+            plan.fast_compiled = True
+        if plan.fast is not None:
+            self._fast = plan.fast
+        return device, extents, producers, plan
 
     def bind(self, args: Sequence[Any]) -> Binding:
         """Check ``args`` as a launch would, and say what the launch would use; launches nothing."""
@@ -191,7 +237,7 @@ class LoadedKernel:
             )
         return self._pinned
 
-    def _meta(self, extents: list[int], values: Mapping[str, int] | None) -> dict[str, int]:
+    def _meta(self, extents: Sequence[int], values: Mapping[str, int] | None) -> dict[str, int]:
         meta = dict(self.contract.values)
         if values:
             meta.update(values)
@@ -199,10 +245,12 @@ class LoadedKernel:
         return meta
 
     def _block(self) -> ParameterBlock:
-        block = getattr(self._per_thread, "block", None)
-        if block is None:
-            block = self._per_thread.block = ParameterBlock(self._slot_types)
-        return block
+        local = self._per_thread
+        try:
+            return local.block
+        except AttributeError:
+            local.block = ParameterBlock(self._slot_types)
+            return local.block
 
     def _stream_ordering(self) -> StreamOrdering:
         if self._ordering is None:

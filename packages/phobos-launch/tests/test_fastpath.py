@@ -1,0 +1,134 @@
+"""The compiled fast path accepts exactly what the reference binder accepts, and packs the same bytes."""
+
+from __future__ import annotations
+
+import struct
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from phobos.launch import LaunchError, load_kernel
+from phobos.launch.arrays import ArrayProtocolError
+from phobos.launch.fastpath import compile_fast_binder
+
+from .conftest import SAXPY, SCALE, CudaArray, FakeDriver, Tensor
+
+BASE = 0x7F0000000000
+INDEX32_SCALE = {
+    **SCALE,
+    "index_width": 32,
+    "slots": [
+        {**slot, "type": "i32"} if slot["kind"] in ("stride", "extent") else slot
+        for slot in SCALE["slots"]
+    ],
+}
+
+
+def outcome(kernel, fast, args):
+    """(reference result or error text, fast result or None) for the same arguments."""
+    binder = kernel._binder
+    block = kernel.parameter_block()
+    try:
+        device, extents, values, producers = binder.bind(args, binder.plan(args))
+        block.write(*values)
+        reference = (device, tuple(extents), tuple(producers), bytes(block))
+    except (LaunchError, struct.error, OverflowError) as exc:
+        reference = str(exc)
+    try:
+        bound = fast(args, block.write)
+    except (struct.error, OverflowError, ArrayProtocolError):
+        bound = None
+    except LaunchError as exc:
+        bound = str(exc)
+    if bound is not None and not isinstance(bound, str):
+        bound = (bound[0], bound[1], bound[2], bytes(block))
+    return reference, bound
+
+
+def check_agreement(kernel, make, good, bad):
+    binder = kernel._binder
+    plan = binder.plan(good)
+    fast = compile_fast_binder(binder, plan, good)
+    assert fast is not None
+    reference, bound = outcome(kernel, fast, bad)
+    if isinstance(reference, str):
+        assert bound is None or bound == reference, (reference, fast.source)
+    else:
+        assert bound == reference, fast.source
+
+
+arrays = st.sampled_from(["cai", "torch"])
+alignments = st.sampled_from([0, 2, 4, 8, 16, 64])
+sizes = st.integers(0, 5) | st.sampled_from([2**31 - 1, 2**31, 2**33])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    kind=arrays,
+    n=st.tuples(sizes, sizes, sizes),
+    offsets=st.tuples(alignments, alignments, alignments),
+    stride=st.sampled_from([1, 1, 2, -1]),
+    dtype=st.sampled_from(["f32", "f32", "f32", "f16"]),
+    alpha=st.sampled_from([2.0, 3, "x", 1e40, True]),
+    readonly=st.booleans(),
+    devices=st.tuples(st.integers(0, 1), st.integers(0, 1)),
+)
+def test_saxpy_fast_path_agrees(kind, n, offsets, stride, dtype, alpha, readonly, devices):
+    driver = FakeDriver()
+    kernel = load_kernel(SAXPY, cubin=b"C", driver=driver)
+
+    def make(size, offset, stride=1, dtype="f32", readonly=False, device=0):
+        ptr = BASE + (device << 40) + offset
+        driver.pointer_devices[ptr] = device
+        if kind == "torch":
+            names = {"f32": "float32", "f16": "float16"}
+            return Tensor((size,), names[dtype], ptr=ptr, strides=(stride,), device=device)
+        typestr = {"f32": "<f4", "f16": "<f2"}[dtype]
+        itemsize = int(typestr[2])
+        return CudaArray((size,), typestr, ptr, (stride * itemsize,), readonly=readonly)
+
+    good = [make(8, 0), make(8, 0), make(8, 0), 1.0]
+    bad = [
+        make(n[0], offsets[0], stride, dtype, device=devices[0]),
+        make(n[1], offsets[1], device=devices[1]),
+        make(n[2], offsets[2], readonly=readonly),
+        alpha,
+    ]
+    check_agreement(kernel, make, good, bad)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    contract=st.sampled_from([SCALE, INDEX32_SCALE]),
+    m=st.sampled_from([0, 1, 2, 3, 2**20]),
+    k=st.sampled_from([1, 4, 5]),
+    cols=st.sampled_from([64, 64, 32]),
+    a_strides=st.sampled_from([None, (2, 1), (1, 8), (2**31, 1), (2**40, 1)]),
+    scalars=st.sampled_from([(1.0, 3, True), (1e6, 3, True), (1.0, 2.5, True), (1.0, 3, 2)]),
+)
+def test_scale_fast_path_agrees(contract, m, k, cols, a_strides, scalars):
+    driver = FakeDriver()
+    kernel = load_kernel(contract, cubin=b"C", driver=driver)
+
+    def make(shape, typestr, strides=None):
+        itemsize = int(typestr[2])
+        byte_strides = None if strides is None else tuple(s * itemsize for s in strides)
+        return CudaArray(shape, typestr, BASE, byte_strides)
+
+    good = [make((2, 4), "<f2"), make((4, 64), "<f2"), make((2, 64), "<f4"), 1.0, 1, False]
+    bad = [
+        make((m, k), "<f2", a_strides),
+        make((k, cols), "<f2"),
+        make((m, 64), "<f4"),
+        *scalars,
+    ]
+    check_agreement(kernel, make, good, bad)
+
+
+def test_generated_source_is_kept_for_reading(driver, contract, fakes):
+    kernel = load_kernel(contract, cubin=b"C", driver=driver)
+    args = [fakes.tensor((8,)) for _ in range(3)] + [1.0]
+    kernel.launch((1,), args)
+    (plan,) = kernel._binder.plans.values()
+    assert plan.fast.source.startswith("def bind_fast(args, write):")
+    assert "a0.dtype is D0" in plan.fast.source
