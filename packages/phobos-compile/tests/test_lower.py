@@ -156,3 +156,32 @@ def test_check_module_reports_every_kernel():
     with pytest.raises(PhobosError) as caught:
         check_module(parse("kernel k() {\n}\nkernel k() {\n}\n", "t.ph"))
     assert "defined twice" in caught.value.message
+
+
+def test_every_failing_statement_is_reported_once():
+    text = (
+        "kernel k(x: tensor<f32>[N], h: tensor<f16>[N]) {\n"
+        "    let s = x[0 :+ 64] + h[0 :+ 64]\n"
+        "    let q = s * 2.0\n"
+        "    var t = 0\n"
+        "    for i in 0 .. 4 {\n"
+        "        t = 1.5\n"
+        "    }\n"
+        "    x[0 :+ 64] = q\n"
+        "    let r = undefined_name\n"
+        "}\n"
+    )
+    err = failure(text)
+    assert [(d.span.line, d.span.col) for d in err.diagnostics] == [(2, 13), (6, 13), (9, 13)]
+
+
+def test_errors_in_a_fns_nested_blocks_name_the_call():
+    text = (
+        "fn g(v: f32) -> f32 {\n    var acc = v\n    for i in 0 .. 4 {\n        acc = 1i64\n"
+        "    }\n    return acc\n}\n"
+        "kernel k(a: f32) {\n    let r = g(a)\n}\n"
+    )
+    err = failure(text)
+    (diagnostic,) = err.diagnostics
+    assert (diagnostic.span.line, diagnostic.span.col) == (4, 15)
+    assert [n.span.line for n in diagnostic.notes] == [9]

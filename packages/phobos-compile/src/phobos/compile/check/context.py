@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from phobos.compile.check.scope import Scope
+from phobos.compile.diagnostics import Diagnostic
 from phobos.compile.ir import nodes as ir
 from phobos.compile.span import Span
 from phobos.compile.syntax import ast
@@ -33,6 +34,8 @@ class Context:
         self.functions = functions
         self.forced_partial = forced_partial
         self.wants_partial: set[str] = set()
+        # Diagnostics of statements that failed; lowering goes on with the next one.
+        self.errors: list[Diagnostic] = []
         self.fn_stack: list[str] = []
         # Parameter and extent names: a variable never takes one, so back ends can
         # use all of them as identifiers side by side.

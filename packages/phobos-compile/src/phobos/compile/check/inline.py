@@ -9,13 +9,14 @@ A fn sees module constants and other fns, not the caller's names.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from phobos.compile.check import scope as names
 from phobos.compile.check.messages import describe, shown
 from phobos.compile.check.scope import Binding, Scope
 from phobos.compile.check.types import Literal, Value, literal_fits, make_const
-from phobos.compile.diagnostics import Note, PhobosError, error
+from phobos.compile.diagnostics import Diagnostic, Note, PhobosError, error
 from phobos.compile.ir import nodes as ir
 from phobos.compile.syntax import ast
 
@@ -48,14 +49,17 @@ def inline_fn(lw: StmtLowerer, fn: ast.Function, call: ast.Call, scope: Scope) -
     last = body.pop() if body and isinstance(body[-1], ast.Return) else None
     ctx.fn_stack.append(fn.name)
     was_in_fn, lw.in_fn = lw.in_fn, True
+    errors_before = len(ctx.errors)
     try:
         inner = fn_scope.child()
         for stmt in body:
             lw.statement(stmt, inner)
         return _result(lw, fn, last, inner, call)
     except PhobosError as failure:
-        raise _called_from(failure, fn, call) from None
+        raise PhobosError(*_called_from(failure.diagnostics, fn, call)) from None
     finally:
+        # Errors recorded in the fn's nested blocks name the call too.
+        ctx.errors[errors_before:] = _called_from(ctx.errors[errors_before:], fn, call)
         ctx.fn_stack.pop()
         lw.in_fn = was_in_fn
 
@@ -115,9 +119,9 @@ def _result(
     return got
 
 
-def _called_from(failure: PhobosError, fn: ast.Function, call: ast.Call) -> PhobosError:
-    """The same error, with a note naming the call that inlined the fn."""
+def _called_from(
+    diagnostics: Sequence[Diagnostic], fn: ast.Function, call: ast.Call
+) -> list[Diagnostic]:
+    """The same diagnostics, each with a note naming the call that inlined the fn."""
     note = Note(call.span, f"in this call of '{fn.name}'")
-    return PhobosError(
-        *(dataclasses.replace(d, notes=(*d.notes, note)) for d in failure.diagnostics)
-    )
+    return [dataclasses.replace(d, notes=(*d.notes, note)) for d in diagnostics]

@@ -41,6 +41,8 @@ def lower(module: ast.Module, kernel: str, values: Mapping[str, int]) -> ir.Kern
         ctx = Context(root, functions, forced, reserved)
         params, scope = _bind_params(node, root, chosen, StmtLowerer(ctx))
         body = StmtLowerer(ctx).block(node.body, scope)
+        if ctx.errors:
+            raise PhobosError(*ctx.errors)
         if ctx.wants_partial <= forced:
             return ir.Kernel(node.name, params, tuple(chosen.items()), body, node.span)
         forced = forced | frozenset(ctx.wants_partial)

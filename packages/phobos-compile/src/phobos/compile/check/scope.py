@@ -26,8 +26,14 @@ LET = "let binding"
 VAR = "var binding"
 LOOP = "loop variable"
 FN_PARAM = "fn parameter"
+# A name whose declaration failed to check: its uses are skipped, not reported again.
+POISONED = "name with an error"
 
 BindingValue = Union[ir.TensorParam, ir.ScalarParam, ir.Variable, ir.Const, Literal, str]
+
+
+class PoisonedUse(Exception):
+    """A statement used a name whose declaration already had an error; it is skipped."""
 
 
 @dataclass(frozen=True)
@@ -63,6 +69,8 @@ class Scope:
                 f"did you mean '{close[0]}'?" if close else "declare it with `let` or `var` first"
             )
             raise error(span, f"undefined name '{name}'", help=help)
+        if found.kind == POISONED:
+            raise PoisonedUse(name)
         return found
 
     def declare(self, name: str, binding: Binding) -> None:
@@ -75,6 +83,11 @@ class Scope:
                 help=f"pick a new name; Phobos has no shadowing (`{name}_2`, say)",
             )
         self._names[name] = binding
+
+    def poison(self, name: str, binding: Binding) -> None:
+        """Declare ``name`` (if it is free) as one whose declaration failed."""
+        if self.find(name) is None:
+            self._names[name] = binding
 
     def visible_names(self) -> list[str]:
         names: list[str] = []

@@ -7,9 +7,9 @@ from phobos.compile.check.broadcast import broadcast_shapes, is_partial, shape_o
 from phobos.compile.check.expr import ExprLowerer
 from phobos.compile.check.inline import inline_fn
 from phobos.compile.check.messages import describe, shown, type_name
-from phobos.compile.check.scope import Binding, Scope
+from phobos.compile.check.scope import Binding, PoisonedUse, Scope
 from phobos.compile.check.types import Literal, Value, is_int, literal_fits, make_const
-from phobos.compile.diagnostics import error
+from phobos.compile.diagnostics import PhobosError, error
 from phobos.compile.ir import nodes as ir
 from phobos.compile.span import Span
 from phobos.compile.syntax import ast
@@ -32,10 +32,17 @@ class StmtLowerer(ExprLowerer):
     in_fn = False
 
     def block(self, block: ast.Block, scope: Scope) -> tuple[ir.Stmt, ...]:
+        """The block's statements; a statement with an error is recorded and skipped."""
         inner = scope.child()
         with self.ctx.collect() as out:
             for stmt in block.body:
-                self.statement(stmt, inner)
+                try:
+                    self.statement(stmt, inner)
+                except (PhobosError, PoisonedUse) as failure:
+                    if isinstance(failure, PhobosError):
+                        self.ctx.errors += failure.diagnostics
+                    if isinstance(stmt, (ast.Let, ast.Var)):
+                        inner.poison(stmt.name, Binding(names.POISONED, stmt.name, stmt.span))
         return tuple(out)
 
     def statement(self, stmt: ast.Stmt, scope: Scope) -> None:
