@@ -60,6 +60,7 @@ def test_variant_values_are_validated_at_the_kernel():
 def test_num_threads_may_be_given_or_tuned():
     kernel = lower(parse(SAXPY, "t.ph"), "saxpy", {"BLOCK": 256, "NUM_THREADS": 128})
     assert kernel.values == (("BLOCK", 256), ("NUM_THREADS", 128))
+    lower(parse(SAXPY, "t.ph"), "saxpy", {"BLOCK": 256, "NUM_THREADS": 96})
     err = failure(SAXPY, "saxpy", BLOCK=256, NUM_THREADS=100)
     assert "not a valid CTA size" in err.message
     tuned = SAXPY.replace("[16, 8192]", "[16, 8192], NUM_THREADS in {64, 256}")

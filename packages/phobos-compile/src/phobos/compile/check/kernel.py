@@ -16,7 +16,7 @@ from phobos.compile.check.consts import module_functions, module_scope
 from phobos.compile.check.context import Context
 from phobos.compile.check.scope import Binding, Scope
 from phobos.compile.check.stmt import StmtLowerer
-from phobos.compile.check.tune import TuneSpace, find_kernel, is_power_of_two, space_of
+from phobos.compile.check.tune import TuneSpace, find_kernel, space_of
 from phobos.compile.check.types import Literal
 from phobos.compile.diagnostics import Diagnostic, PhobosError, error
 from phobos.compile.ir import nodes as ir
@@ -26,6 +26,7 @@ from phobos.compile.syntax import ast
 # variant's values fix it, either through the @autotune space or given alone.
 NUM_THREADS = "NUM_THREADS"
 MAX_THREADS = 1024
+WARP = 32
 
 
 def lower(module: ast.Module, kernel: str, values: Mapping[str, int]) -> ir.Kernel:
@@ -93,11 +94,11 @@ def _validate(node: ast.Kernel, space: TuneSpace, values: Mapping[str, int]) -> 
             continue
         if name == NUM_THREADS:
             value = _integer(node, name, value)
-            if not (is_power_of_two(value) and 32 <= value <= MAX_THREADS):
+            if value % WARP or not WARP <= value <= MAX_THREADS:
                 raise error(
                     node.span,
                     f"{NUM_THREADS}={value} is not a valid CTA size",
-                    help=f"give a power of two from 32 to {MAX_THREADS}",
+                    help=f"give a multiple of {WARP} from {WARP} to {MAX_THREADS}",
                 )
             chosen[name] = value
             continue
