@@ -315,7 +315,9 @@ kernel softmax(x: tensor<f32>[M, N], out: tensor<f32>[M, N]) {
 @pytest.mark.parametrize("bn", [64, 2048])
 def test_row_reductions_use_warp_shuffles(bn):
     generated = generate_text(SOFTMAX, "softmax", BN=bn)
-    assert generated.contract.static_smem > 0
+    # A row of 16 groups is reduced by shuffles alone and stays in the row's threads;
+    # a longer one also combines one partial per warp through shared memory.
+    assert (generated.contract.static_smem > 0) == (bn > 32 * 4)
     ptx = compile_90(generated.source)
     assert "shfl.sync.bfly.b32" in ptx
     assert count(r"ld\.global\.v4\.f32", ptx) > 0

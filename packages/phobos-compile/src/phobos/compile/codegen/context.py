@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from phobos.compile.codegen.facts import Facts
-from phobos.compile.codegen.layout import Layout, lanes_per_group
+from phobos.compile.codegen.layout import AnyLayout, Layout, lanes_per_group
 from phobos.compile.codegen.signature import TensorAccess
 
 SCRATCH = "phobos_scratch"
@@ -34,11 +34,20 @@ class EmitContext:
         self.facts = Facts()
         self.lines: list[str] = []
         self.scratch_bytes = 0
+        self._variables: dict[str, AnyLayout] = {}
         self._indent = 1
         self._counter = 0
 
     def layout(self, shape: tuple[int, ...]) -> Layout:
+        """The default layout of a tile shape (what loads, splats and iota produce)."""
         return Layout(shape, lanes_per_group(shape, self.kernel_vec), self.threads)
+
+    def bind_variable(self, name: str, layout: AnyLayout) -> None:
+        """A tile variable keeps the layout of its first value; later values convert to it."""
+        self._variables[name] = layout
+
+    def variable_layout(self, name: str) -> AnyLayout:
+        return self._variables[name]
 
     def fresh(self, prefix: str = "t") -> str:
         self._counter += 1

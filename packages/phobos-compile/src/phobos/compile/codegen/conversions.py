@@ -13,14 +13,17 @@ keeps the groups), the conversion is a renaming and costs nothing.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import replace
 
 from phobos.compile.codegen.context import EmitContext
 from phobos.compile.codegen.dtypes import byte_size, ctype
 from phobos.compile.codegen.lanes import all_lanes, declare_tile
-from phobos.compile.codegen.layout import Layout
+from phobos.compile.codegen.layout import AnyLayout, Layout, RowLayout
 from phobos.compile.codegen.values import TileValue
+
+_COORD = re.compile(r"\bc\d+\b")
 
 
 def materialize(ctx: EmitContext, value: TileValue) -> TileValue:
@@ -38,16 +41,45 @@ def materialize(ctx: EmitContext, value: TileValue) -> TileValue:
 
 
 def _is_array(value: TileValue) -> bool:
-    return value.lane.endswith("[r][i]") and value.lane[:-6].isidentifier()
+    """The lanes (and mask) are register arrays already, not expressions."""
+    texts = [value.lane] if value.mask is None else [value.lane, value.mask]
+    return all(text.endswith("[r][i]") and text[:-6].isidentifier() for text in texts)
 
 
-def _same_slots(a: Layout, b: Layout) -> bool:
+def to_layout(ctx: EmitContext, value: TileValue, layout: AnyLayout) -> TileValue:
+    """The same tile (same shape) held in ``layout``."""
+    if value.layout == layout:
+        return value
+    if value.anywhere:
+        return replace(value, layout=layout)
+    shape = value.layout.shape
+    coords = [f"c{k}" for k in range(len(shape))]
+    strides = _row_major_strides(shape)
+    return _convert(ctx, value, layout, lambda: _flat(coords, strides, shape))
+
+
+def common_layout(
+    ctx: EmitContext, values: list[TileValue], default: Layout
+) -> tuple[list[TileValue], AnyLayout]:
+    """The operands of an elementwise op in one layout: theirs if they agree, else ``default``."""
+    held = {v.layout for v in values if not v.anywhere}
+    layout = held.pop() if len(held) == 1 else default
+    return [to_layout(ctx, v, layout) for v in values], layout
+
+
+def _uniform(value: TileValue) -> bool:
+    """Every lane is the same value (a splat): any shape and layout can hold it as is."""
+    return value.anywhere and not _COORD.search(value.lane)
+
+
+def _same_slots(a: AnyLayout, b: AnyLayout) -> bool:
     """Both layouts put the n-th row-major element in the same thread, repeat and lane.
 
     Only then may a conversion that keeps row-major order (a new axis of extent 1, the
     transpose of a tile with one non-unit axis) be a renaming.
     """
-    return a.numel == b.numel and a.vec == b.vec and a.threads == b.threads
+    plain = isinstance(a, Layout) and isinstance(b, Layout)
+    return plain and a.numel == b.numel and a.vec == b.vec and a.threads == b.threads
 
 
 def _row_major_strides(shape: tuple[int, ...]) -> list[int]:
@@ -55,6 +87,12 @@ def _row_major_strides(shape: tuple[int, ...]) -> list[int]:
 
 
 def expand_dims(ctx: EmitContext, value: TileValue, layout: Layout, axis: int) -> TileValue:
+    if isinstance(value.layout, RowLayout):
+        if not value.layout.keep_axis and axis == len(value.layout.shape):
+            return replace(value, layout=RowLayout(value.layout.parent, keep_axis=True))
+        value = to_layout(ctx, value, ctx.layout(value.layout.shape))
+    if _uniform(value):
+        return replace(value, layout=layout)
     source = value.layout.shape
     strides = _row_major_strides(source)
     if _same_slots(value.layout, layout):
@@ -67,6 +105,15 @@ def broadcast(ctx: EmitContext, value: TileValue, layout: Layout) -> TileValue:
     source = value.layout.shape
     if source == layout.shape:
         return value
+    if _uniform(value):
+        return replace(value, layout=layout)
+    if isinstance(value.layout, RowLayout) and value.layout.parent == layout:
+        # Every thread already holds the row value of each of its groups.
+        rows = materialize(ctx, value)
+        mask = rows.mask[: -len("[r][i]")] + "[r][0]" if rows.mask else None
+        return TileValue(value.dtype, layout, rows.lane[: -len("[r][i]")] + "[r][0]", mask)
+    if isinstance(value.layout, RowLayout):
+        value = to_layout(ctx, value, ctx.layout(source))
     strides = _row_major_strides(source)
     coords = [f"c{k}" for k in range(len(layout.shape))]
     return _convert(ctx, value, layout, lambda: _flat(coords, strides, source))
@@ -74,6 +121,8 @@ def broadcast(ctx: EmitContext, value: TileValue, layout: Layout) -> TileValue:
 
 def transpose(ctx: EmitContext, value: TileValue, layout: Layout) -> TileValue:
     source = value.layout.shape
+    if isinstance(value.layout, RowLayout):
+        value = to_layout(ctx, value, ctx.layout(source))
     strides = _row_major_strides(source)
     if sum(extent != 1 for extent in source) <= 1 and _same_slots(value.layout, layout):
         return replace(materialize(ctx, value), layout=layout)
@@ -92,7 +141,7 @@ def _flat(coords: list[str], strides: list[int], shape: tuple[int, ...]) -> str:
 
 
 def _convert(
-    ctx: EmitContext, value: TileValue, layout: Layout, source_position: Callable[[], str]
+    ctx: EmitContext, value: TileValue, layout: AnyLayout, source_position: Callable[[], str]
 ) -> TileValue:
     """The tile in ``layout``; result lane at coordinates c0.. reads ``source_position()``."""
     c = ctype(value.dtype)

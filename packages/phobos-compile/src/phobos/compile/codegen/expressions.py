@@ -16,6 +16,7 @@ from typing import Union
 from phobos.compile.codegen import conversions, memory, reductions
 from phobos.compile.codegen.context import EmitContext
 from phobos.compile.codegen.dtypes import INDEX_CTYPE, ctype, literal
+from phobos.compile.codegen.layout import Layout
 from phobos.compile.codegen.values import ScalarValue, TileValue, and_masks, variable_name
 from phobos.compile.diagnostics import error
 from phobos.compile.ir import nodes as ir
@@ -86,35 +87,27 @@ def tile(ctx: EmitContext, e: ir.Expr) -> TileValue:
     if isinstance(e, ir.Read):
         name = variable_name(e.var.name)
         mask = f"{name}_m[r][i]" if e.var.type.partial else None
-        return TileValue(dtype, layout, f"{name}[r][i]", mask)
+        return TileValue(dtype, ctx.variable_layout(e.var.name), f"{name}[r][i]", mask)
     if isinstance(e, ir.Load):
-        return memory.load_tile(
-            ctx,
-            ctx.access[e.tensor.name],
-            axis_indices(ctx, e.indices),
-            layout,
-            dtype,
-            e.type.partial,
-        )
+        indices = axis_indices(ctx, e.indices)
+        access = ctx.access[e.tensor.name]
+        return memory.load_tile(ctx, access, indices, layout, dtype, e.type.partial)
     if isinstance(e, (ir.Unary, ir.Binary, ir.Math, ir.Select, ir.Cast)):
         operands = [tile(ctx, o) for o in _operands(e)]
+        operands, held = conversions.common_layout(ctx, operands, layout)
         lane = _elementwise(e, [o.lane for o in operands])
-        return TileValue(dtype, layout, lane, and_masks(*(o.mask for o in operands)))
+        mask = and_masks(*(o.mask for o in operands))
+        return TileValue(dtype, held, lane, mask, all(o.anywhere for o in operands))
     if isinstance(e, ir.Splat):
         value = ctx.fresh("s")
         ctx.line(f"const {ctype(dtype)} {value} = {scalar(ctx, e.operand)};")
-        return TileValue(dtype, layout, value)
+        return TileValue(dtype, layout, value, anywhere=True)
     if isinstance(e, ir.Full):
-        return TileValue(dtype, layout, literal(e.value, dtype))
+        return TileValue(dtype, layout, literal(e.value, dtype), anywhere=True)
     if isinstance(e, ir.Iota):
-        return TileValue(dtype, layout, f"{ctype(dtype)}(c0)")
+        return TileValue(dtype, layout, f"{ctype(dtype)}(c0)", anywhere=True)
     if isinstance(e, ir.Fill):
-        operand = tile(ctx, e.operand)
-        fill = emit(ctx, e.value)
-        value = fill.lane if isinstance(fill, TileValue) else fill.expr
-        if operand.mask is None:
-            return TileValue(dtype, layout, operand.lane)
-        return TileValue(dtype, layout, f"({operand.mask} ? {operand.lane} : {value})")
+        return _fill(ctx, e, layout)
     if isinstance(e, ir.ExpandDims):
         return conversions.expand_dims(ctx, tile(ctx, e.operand), layout, e.axis)
     if isinstance(e, ir.Broadcast):
@@ -124,6 +117,21 @@ def tile(ctx: EmitContext, e: ir.Expr) -> TileValue:
     if isinstance(e, ir.Reduce):
         return reductions.reduce_axis(ctx, tile(ctx, e.operand), e.op, e.axis, layout, e.type)
     raise _unsupported(e)
+
+
+def _fill(ctx: EmitContext, e: ir.Fill, layout: Layout) -> TileValue:
+    operand = tile(ctx, e.operand)
+    if isinstance(e.value.type, ir.TileT):
+        (operand, fill), held = conversions.common_layout(
+            ctx, [operand, tile(ctx, e.value)], layout
+        )
+        value = fill.lane
+    else:
+        held, value = operand.layout, scalar(ctx, e.value)
+    if operand.mask is None:
+        return operand
+    lane = f"({operand.mask} ? {operand.lane} : {value})"
+    return TileValue(operand.dtype, held, lane, None, operand.anywhere)
 
 
 def axis_indices(ctx: EmitContext, indices: tuple[ir.TensorIndex, ...]) -> list[memory.AxisIndex]:

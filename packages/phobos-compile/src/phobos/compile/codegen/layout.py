@@ -16,17 +16,19 @@ walked by two fully unrolled loops, ``r`` over repeats and ``i`` over the
 group; ``g = r * threads + tid``.  ``coords`` gives each lane's tile
 coordinates as C expressions of ``g`` and ``i``, with constant divisors.
 
-The layout is a value so that other distributions (rows of a reduction spread
-over warp lanes, ``mma.sync`` fragments for ``dot``) can be added as new
-layouts with conversions between them; today every tile of a kernel uses this
-one family, and ``conversions.py`` moves lanes between two of its members
-through shared memory.
+The layout is a value so that other distributions can be added as new layouts
+with conversions between them.  ``RowLayout`` is the second: the result of a
+reduction along the last axis, replicated over the threads of each row.  A
+``dot`` would add ``mma.sync`` fragment layouts.  ``conversions.py`` moves
+lanes between any two layouts through shared memory, and skips the move where
+the slots already agree.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Union
 
 WARP = 32
 MAX_THREADS = 1024
@@ -112,3 +114,57 @@ def choose_threads(groups: list[int]) -> int:
     while threads < want and threads < MAX_CHOSEN_THREADS:
         threads *= 2
     return threads
+
+
+@dataclass(frozen=True)
+class RowLayout:
+    """One value per row of ``parent``, held by every thread that holds a group of the row.
+
+    A reduction along the last axis leaves its result here: after the warp
+    shuffles every thread of a row has the row's total, so ``t - max(t,
+    axis=1)[:, newaxis]`` broadcasts it back to ``parent`` without moving data.
+    ``shape`` is ``parent.shape`` without its last axis, or with it as 1 when
+    ``keep_axis`` (after ``[:, newaxis]``).  Slot ``r`` of a thread holds the row
+    of its group ``g``; each row is replicated across ``groups_per_row`` threads.
+    """
+
+    parent: Layout
+    keep_axis: bool = False
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        rows = self.parent.shape[:-1]
+        return (*rows, 1) if self.keep_axis else rows
+
+    vec = 1
+
+    @property
+    def threads(self) -> int:
+        return self.parent.threads
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def groups(self) -> int:
+        return self.parent.groups
+
+    @property
+    def repeats(self) -> int:
+        return self.parent.repeats
+
+    @property
+    def guarded(self) -> bool:
+        return self.parent.guarded
+
+    def coords(self, lane: str = "i") -> tuple[str, ...]:
+        rows = self.parent.coords("0")[:-1]
+        return (*rows, "0") if self.keep_axis else rows
+
+    def flat(self, lane: str = "i") -> str:
+        per_row = self.parent.groups_per_row
+        return f"g / {per_row}" if per_row > 1 else "g"
+
+
+AnyLayout = Union[Layout, RowLayout]

@@ -3,9 +3,11 @@
 Along the last axis (the common case: a row sum, a row max) each thread first
 combines the lanes of each of its groups; the groups of one row sit on
 consecutive threads, so a butterfly of ``shfl.xor`` over ``min(groups per row,
-32)`` lanes combines them within the warp; one partial per (row, warp) then goes
-to the shared staging buffer, and after a barrier every thread that needs a
-row's result combines its few partials.  Along another axis the lanes to combine
+32)`` lanes combines them within the warp.  When a row fits in those lanes every
+thread of the row now holds its result: nothing else moves, and the result is
+held in the ``RowLayout`` so broadcasting it back over the row is free.  Else
+one partial per (row, warp) goes to the shared staging buffer, and after a
+barrier every thread of the row combines the row's few partials.  Along another axis the lanes to combine
 live in different threads and rows, so every lane goes through shared memory
 and each result lane combines its column there.
 
@@ -17,10 +19,13 @@ with ``max``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+
 from phobos.compile.codegen.context import EmitContext
+from phobos.compile.codegen.conversions import to_layout
 from phobos.compile.codegen.dtypes import byte_size, ctype, highest, literal, lowest
 from phobos.compile.codegen.lanes import all_lanes, declare_tile, group_loop, lane_loop
-from phobos.compile.codegen.layout import WARP, Layout
+from phobos.compile.codegen.layout import WARP, Layout, RowLayout
 from phobos.compile.codegen.values import TileValue
 from phobos.compile.ir import nodes as ir
 
@@ -51,12 +56,17 @@ def _combine(op: str, a: str, b: str) -> str:
 
 def reduce_to_scalar(ctx: EmitContext, value: TileValue, op: str, dtype: str) -> str:
     """Reduce a 1-D tile to a block-uniform scalar every thread holds."""
-    staged, per_row, acc = _row_partials(ctx, value, op)
+    value = _plain(ctx, value)
+    rows = _row_partials(ctx, value, op)
     total = ctx.fresh("s")
-    ctx.line(f"{ctype(acc)} {total} = {_identity(op, acc, ctx.index_width)};")
-    ctx.directive("#pragma unroll")
-    with ctx.block(f"for (int k = 0; k < {per_row}; ++k)"):
-        ctx.line(f"{total} = {_combine(op, total, f'{staged}[k]')};")
+    if rows.per_row == 1 and value.layout.repeats == 1:
+        ctx.line(f"const {ctype(rows.acc)} {total} = {rows.part}[0];")
+    else:
+        staged = _stage_partials(ctx, value.layout, rows)
+        ctx.line(f"{ctype(rows.acc)} {total} = {_identity(op, rows.acc, ctx.index_width)};")
+        ctx.directive("#pragma unroll")
+        with ctx.block(f"for (int k = 0; k < {rows.per_row}; ++k)"):
+            ctx.line(f"{total} = {_combine(op, total, f'{staged}[k]')};")
     result = ctx.fresh("s")
     ctx.line(f"const {ctype(dtype)} {result} = phobos::cast<{ctype(dtype)}>({total});")
     return result
@@ -65,34 +75,70 @@ def reduce_to_scalar(ctx: EmitContext, value: TileValue, op: str, dtype: str) ->
 def reduce_axis(
     ctx: EmitContext, value: TileValue, op: str, axis: int, layout: Layout, type_: ir.TileT
 ) -> TileValue:
-    """Reduce ``axis`` of a tile of rank >= 2; the result is in ``layout``."""
-    acc = _accumulator(value.dtype)
+    """Reduce ``axis`` of a tile of rank >= 2.
+
+    Along the last axis the result stays with the threads of each row
+    (``RowLayout``); along another it is in ``layout``.
+    """
+    value = _plain(ctx, value)
     if axis == len(value.layout.shape) - 1:
-        staged, per_row, acc = _row_partials(ctx, value, op)
-        positions = f"{layout.flat()} * {per_row} + k"
-        count = per_row
+        result = _reduce_rows(ctx, value, op, type_.dtype)
     else:
-        staged = _stage_lanes(ctx, value, op, acc)
-        count = value.layout.shape[axis]
-        coords = [f"c{k}" for k in range(len(layout.shape))]
-        coords.insert(axis, "k")
-        strides = [_stride(value.layout.shape, k) for k in range(len(coords))]
-        positions = " + ".join(f"{c} * {s}" if s != 1 else c for c, s in zip(coords, strides))
-    name = ctx.fresh()
-    c = ctype(type_.dtype)
-    declare_tile(ctx, c, name, layout, False)
-    with group_loop(ctx, layout, skip_padding=True), lane_loop(ctx, layout):
-        ctx.line(f"{ctype(acc)} total = {_identity(op, acc, ctx.index_width)};")
-        ctx.directive("#pragma unroll 4")
-        with ctx.block(f"for (int k = 0; k < {count}; ++k)"):
-            ctx.line(f"total = {_combine(op, 'total', f'{staged}[{positions}]')};")
-        ctx.line(f"{name}[r][i] = phobos::cast<{c}>(total);")
-    result = TileValue(type_.dtype, layout, f"{name}[r][i]")
+        result = _reduce_through_shared(ctx, value, op, axis, layout, type_.dtype)
     if not type_.partial or value.mask is None:
         return result
     presence = TileValue("i32", value.layout, f"({value.mask} ? 1 : 0)")
     present = reduce_axis(ctx, presence, "max", axis, layout, ir.TileT("i32", layout.shape))
-    return TileValue(type_.dtype, layout, result.lane, f"({present.lane} != 0)")
+    return replace(result, mask=f"({present.lane} != 0)")
+
+
+def _plain(ctx: EmitContext, value: TileValue) -> TileValue:
+    """The operand in its shape's default layout, where the reduction's plan applies."""
+    return to_layout(ctx, value, ctx.layout(value.layout.shape))
+
+
+def _reduce_rows(ctx: EmitContext, value: TileValue, op: str, dtype: str) -> TileValue:
+    """Each row's result, held by every thread of the row."""
+    layout = value.layout
+    assert isinstance(layout, Layout)
+    rows = _row_partials(ctx, value, op)
+    c = ctype(dtype)
+    held = RowLayout(layout)
+    if rows.per_row == 1:  # the shuffles reached every group of the row
+        return TileValue(dtype, held, f"phobos::cast<{c}>({rows.part}[r])")
+    staged = _stage_partials(ctx, layout, rows)
+    name = ctx.fresh()
+    declare_tile(ctx, c, name, held, False)
+    with group_loop(ctx, layout, skip_padding=True):
+        ctx.line(f"{ctype(rows.acc)} total = {_identity(op, rows.acc, ctx.index_width)};")
+        ctx.directive("#pragma unroll")
+        with ctx.block(f"for (int k = 0; k < {rows.per_row}; ++k)"):
+            partial = f"{staged}[{_partial_row(layout, rows)} * {rows.per_row} + k]"
+            ctx.line(f"total = {_combine(op, 'total', partial)};")
+        ctx.line(f"{name}[r][0] = phobos::cast<{c}>(total);")
+    return TileValue(dtype, held, f"{name}[r][i]")
+
+
+def _reduce_through_shared(
+    ctx: EmitContext, value: TileValue, op: str, axis: int, layout: Layout, dtype: str
+) -> TileValue:
+    """Every lane to shared memory; each result lane combines its column there."""
+    acc = _accumulator(value.dtype)
+    staged = _stage_lanes(ctx, value, op, acc)
+    coords = [f"c{k}" for k in range(len(layout.shape))]
+    coords.insert(axis, "k")
+    strides = [_stride(value.layout.shape, k) for k in range(len(coords))]
+    position = " + ".join(f"{c} * {s}" if s != 1 else c for c, s in zip(coords, strides))
+    name = ctx.fresh()
+    c = ctype(dtype)
+    declare_tile(ctx, c, name, layout, False)
+    with group_loop(ctx, layout, skip_padding=True), lane_loop(ctx, layout):
+        ctx.line(f"{ctype(acc)} total = {_identity(op, acc, ctx.index_width)};")
+        ctx.directive("#pragma unroll 4")
+        with ctx.block(f"for (int k = 0; k < {value.layout.shape[axis]}; ++k)"):
+            ctx.line(f"total = {_combine(op, 'total', f'{staged}[{position}]')};")
+        ctx.line(f"{name}[r][i] = phobos::cast<{c}>(total);")
+    return TileValue(dtype, layout, f"{name}[r][i]")
 
 
 def _stride(shape: tuple[int, ...], axis: int) -> int:
@@ -109,17 +155,29 @@ def _lane_or_identity(value: TileValue, op: str, acc: str, index_width: int) -> 
     return f"({value.mask} ? {lane} : {_identity(op, acc, index_width)})"
 
 
-def _row_partials(ctx: EmitContext, value: TileValue, op: str) -> tuple[str, int, str]:
-    """Stage each row's partial results; returns (buffer, partials per row, accumulator dtype).
+@dataclass(frozen=True)
+class _RowPartials:
+    """Per thread and repeat, ``part[r]``: the partial result of a group's row.
 
-    Partials of row ``q`` are at ``buffer[q * per_row + k]``, k < per_row.
+    After the shuffles, threads ``width`` apart within a row hold one partial
+    each: ``per_row`` partials per row remain to be combined.
     """
+
+    part: str
+    acc: str
+    op: str
+    width: int
+    per_row: int
+
+
+def _row_partials(ctx: EmitContext, value: TileValue, op: str) -> _RowPartials:
+    """Combine each group's lanes, then shuffle across the groups of a row in the warp."""
     layout = value.layout
+    assert isinstance(layout, Layout)
     acc = _accumulator(value.dtype)
-    c = ctype(acc)
     identity = _identity(op, acc, ctx.index_width)
     part = ctx.fresh("part")
-    ctx.line(f"{c} {part}[{layout.repeats}];")
+    ctx.line(f"{ctype(acc)} {part}[{layout.repeats}];")
     with group_loop(ctx, layout):
         ctx.line(f"{part}[r] = {identity};")
         if layout.guarded:
@@ -136,18 +194,30 @@ def _row_partials(ctx: EmitContext, value: TileValue, op: str) -> tuple[str, int
             shuffled = f"phobos::shuffle_xor({part}[r], {offset})"
             ctx.line(f"{part}[r] = {_combine(op, f'{part}[r]', shuffled)};")
         offset //= 2
-    per_row = groups_per_row // width
-    rows = layout.groups // groups_per_row
-    scratch = ctx.need_scratch(rows * per_row * byte_size(acc, ctx.index_width))
+    return _RowPartials(part, acc, op, width, groups_per_row // width)
+
+
+def _partial_row(layout: Layout, rows: _RowPartials) -> str:
+    per_row = layout.groups_per_row
+    return f"(g / {per_row})" if per_row > 1 else "g"
+
+
+def _stage_partials(ctx: EmitContext, layout: Layout, rows: _RowPartials) -> str:
+    """Partial ``k`` of row ``q`` to ``buffer[q * per_row + k]``; returns the buffer."""
+    c = ctype(rows.acc)
+    count = layout.groups // layout.groups_per_row * rows.per_row
+    scratch = ctx.need_scratch(count * byte_size(rows.acc, ctx.index_width))
     staged = ctx.fresh("staged")
     ctx.line("__syncthreads();")
     ctx.line(f"{c}* {staged} = reinterpret_cast<{c}*>({scratch});")
-    writer = f"g % {width} == 0" if width > 1 else "true"
-    position = f"(g / {groups_per_row}) * {per_row} + (g % {groups_per_row}) / {width}"
+    per_row = layout.groups_per_row
+    writer = f"g % {rows.width} == 0" if rows.width > 1 else "true"
+    k = f"(g % {per_row}) / {rows.width}" if rows.per_row > 1 else "0"
+    position = f"{_partial_row(layout, rows)} * {rows.per_row} + {k}"
     with group_loop(ctx, layout, skip_padding=True), ctx.block(f"if ({writer})"):
-        ctx.line(f"{staged}[{position}] = {part}[r];")
+        ctx.line(f"{staged}[{position}] = {rows.part}[r];")
     ctx.line("__syncthreads();")
-    return staged, per_row, acc
+    return staged
 
 
 def _stage_lanes(ctx: EmitContext, value: TileValue, op: str, acc: str) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from phobos.compile.codegen import memory
 from phobos.compile.codegen.context import EmitContext
+from phobos.compile.codegen.conversions import to_layout
 from phobos.compile.codegen.dtypes import ctype
 from phobos.compile.codegen.expressions import axis_indices, emit, scalar, tile
 from phobos.compile.codegen.lanes import all_lanes, declare_tile
@@ -63,6 +64,9 @@ def _define(ctx: EmitContext, var: ir.Variable, value: ir.Expr) -> None:
         ctx.facts.define(var, value)
         return
     computed = tile(ctx, value)
+    if computed.anywhere:  # a variable holds registers: give it the shape's own layout
+        computed = to_layout(ctx, computed, ctx.layout(var.type.shape))
+    ctx.bind_variable(var.name, computed.layout)
     declare_tile(ctx, ctype(var.type.dtype), name, computed.layout, var.type.partial)
     _copy_lanes(ctx, var, computed)
 
@@ -72,7 +76,7 @@ def _assign(ctx: EmitContext, var: ir.Variable, value: ir.Expr) -> None:
     if isinstance(var.type, ir.ScalarT):
         ctx.line(f"{name} = {scalar(ctx, value)};")
         return
-    _copy_lanes(ctx, var, tile(ctx, value))
+    _copy_lanes(ctx, var, to_layout(ctx, tile(ctx, value), ctx.variable_layout(var.name)))
 
 
 def _copy_lanes(ctx: EmitContext, var: ir.Variable, value: TileValue) -> None:
@@ -92,7 +96,7 @@ def _store(ctx: EmitContext, stmt: ir.Store) -> None:
     indices = axis_indices(ctx, stmt.indices)
     value = emit(ctx, stmt.value)
     assert isinstance(value, TileValue), "the checker makes broadcasts to a window explicit"
-    memory.store_tile(ctx, access, indices, value)
+    memory.store_tile(ctx, access, indices, to_layout(ctx, value, ctx.layout(value.layout.shape)))
 
 
 def _for(ctx: EmitContext, stmt: ir.For) -> None:

@@ -7,14 +7,16 @@ compose these strings, so a chain such as ``alpha * x + y`` becomes one C
 expression per lane instead of a temporary array per operation.  Memory
 accesses, variables and layout conversions materialise a tile into a register
 array ``name[r][i]``.  ``mask`` is the lane's "present" flag, or None where the
-value has no absent lane (only partial values carry masks).
+value has no absent lane (only partial values carry masks).  A value computed
+from nothing but coordinates and scalars is valid in any layout (``anywhere``),
+so it never forces its operands' layout to change.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from phobos.compile.codegen.layout import Layout
+from phobos.compile.codegen.layout import AnyLayout
 
 
 @dataclass(frozen=True)
@@ -25,10 +27,13 @@ class ScalarValue:
 
 @dataclass(frozen=True)
 class TileValue:
+    """``anywhere``: the lane expression holds in every layout of the shape (splats, iota)."""
+
     dtype: str
-    layout: Layout
+    layout: AnyLayout
     lane: str
     mask: str | None = None
+    anywhere: bool = False
 
 
 def and_masks(*masks: str | None) -> str | None:
