@@ -40,8 +40,9 @@ def lower(module: ast.Module, kernel: str, values: Mapping[str, int]) -> ir.Kern
     reserved = frozenset(_interface_names(node))
     while True:
         ctx = Context(root, functions, forced, reserved)
-        params, scope = _bind_params(node, root, chosen, StmtLowerer(ctx))
-        body = StmtLowerer(ctx).block(node.body, scope)
+        lowerer = StmtLowerer(ctx)
+        params, scope = _bind_params(node, root, chosen, lowerer)
+        body = lowerer.block(node.body, scope)
         if ctx.errors:
             raise PhobosError(*ctx.errors)
         if ctx.wants_partial <= forced:
@@ -53,15 +54,12 @@ def check_module(module: ast.Module) -> None:
     """Lower every kernel at its default variant; one error carrying every diagnostic."""
     root = module_scope(module)
     found: list[Diagnostic] = []
-    seen: dict[str, ast.Item] = {}
+    seen: set[str] = set()
     for item in module.items:
         if item.name in seen:
-            found.append(
-                error(item.span, f"'{item.name}' is defined twice", help="rename one").diagnostics[
-                    0
-                ]
-            )
-        seen[item.name] = item
+            message = f"'{item.name}' is defined twice"
+            found.append(Diagnostic("error", message, item.span, help="rename one"))
+        seen.add(item.name)
     for node in module.kernels:
         try:
             lower(module, node.name, space_of(node, root, module).default())
@@ -143,21 +141,27 @@ def _bind_params(
         tensor = ir.TensorParam(param.name, param.type.dtype.name, dims, param.span)
         scope.declare(param.name, Binding(names.TENSOR, tensor, param.span))
         params.append(tensor)
-    for param in node.params:
-        if isinstance(param.type, ast.TensorType):
-            for dim in param.type.dims:
-                if not isinstance(dim, ast.Name):
-                    continue
-                found = scope.find(dim.id)
-                if found is None:
-                    scope.declare(dim.id, Binding(names.EXTENT, dim.id, dim.span))
-                elif found.kind not in (names.EXTENT, names.CONST, names.TUNE):
-                    raise error(
-                        dim.span,
-                        f"the extent '{dim.id}' has the name of the {found.kind} '{dim.id}'",
-                        help="give the extent its own name; it is bound from the tensor's shape",
-                    )
+    _declare_extents(node, scope)
     return tuple(params), scope
+
+
+def _declare_extents(node: ast.Kernel, scope: Scope) -> None:
+    """Each named extent of the tensor parameters, once; never a parameter's name."""
+    for param in node.params:
+        if not isinstance(param.type, ast.TensorType):
+            continue
+        for dim in param.type.dims:
+            if not isinstance(dim, ast.Name):
+                continue
+            found = scope.find(dim.id)
+            if found is None:
+                scope.declare(dim.id, Binding(names.EXTENT, dim.id, dim.span))
+            elif found.kind not in (names.EXTENT, names.CONST, names.TUNE):
+                raise error(
+                    dim.span,
+                    f"the extent '{dim.id}' has the name of the {found.kind} '{dim.id}'",
+                    help="give the extent its own name; it is bound from the tensor's shape",
+                )
 
 
 def _dim(dim: ast.Expr, scope: Scope, lowerer: StmtLowerer) -> str | int:
