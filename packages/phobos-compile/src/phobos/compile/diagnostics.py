@@ -103,7 +103,9 @@ class PhobosError(Exception):
         return self.render()
 
 
-def error(span: Span, message: str, help: str | None = None, notes: tuple[Note, ...] = ()) -> PhobosError:
+def error(
+    span: Span, message: str, help: str | None = None, notes: tuple[Note, ...] = ()
+) -> PhobosError:
     """Build (not raise) a one-diagnostic ``PhobosError``: ``raise error(span, "...")``."""
     return PhobosError(Diagnostic("error", message, span, help, notes))
 

@@ -42,7 +42,7 @@ SIGNED_DTYPES = ("i8", "i16", "i32", "i64")
 UNSIGNED_DTYPES = ("u8", "u16", "u32", "u64")
 INT_DTYPES = SIGNED_DTYPES + UNSIGNED_DTYPES
 # ``index`` is a signed integer whose width is the contract's index width (32 or 64).
-ALL_DTYPES = ("bool",) + INT_DTYPES + FLOAT_DTYPES + ("index",)
+ALL_DTYPES = ("bool", *INT_DTYPES, *FLOAT_DTYPES, "index")
 
 DTYPE_BYTES = {
     "bool": 1,

@@ -200,9 +200,7 @@ class Subscript:
     span: Span = _span()
 
 
-Expr = Union[
-    Name, IntLit, FloatLit, BoolLit, Ctx, Unary, Binary, Call, TileCtor, Subscript
-]
+Expr = Union[Name, IntLit, FloatLit, BoolLit, Ctx, Unary, Binary, Call, TileCtor, Subscript]
 
 # Binding strength of the binary operators (higher binds tighter); all are left-associative.
 BINARY_PRECEDENCE = {
