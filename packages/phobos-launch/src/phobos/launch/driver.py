@@ -129,7 +129,8 @@ class CudaDriver:
             fn.restype = c_int
             self._fn[name] = fn
         self._launch = self._fn["cuLaunchKernel"]
-        self._context_out = threading.local()
+        self._get_current = self._fn["cuCtxGetCurrent"]
+        self._context_out = threading.local()  # per thread: (c_void_p, pointer to it)
         self._call("cuInit", 0)
 
     def _call(self, name: str, *args: object) -> None:
@@ -161,10 +162,13 @@ class CudaDriver:
         return context.value or 0
 
     def current_context(self) -> int:
-        out = getattr(self._context_out, "value", None)
-        if out is None:
-            out = self._context_out.value = c_void_p()
-        code = self._fn["cuCtxGetCurrent"](byref(out))
+        """The calling thread's current context (0 for none); asked on every launch, so lean."""
+        try:
+            out, pointer = self._context_out.slot
+        except AttributeError:
+            out = c_void_p()
+            out, pointer = self._context_out.slot = (out, ctypes.pointer(out))
+        code = self._get_current(pointer)
         if code:
             raise self.error("cuCtxGetCurrent", code)
         return out.value or 0

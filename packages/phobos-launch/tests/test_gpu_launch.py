@@ -1,0 +1,207 @@
+"""On a real GPU: a hand-written PTX kernel launched on torch and CuPy arrays.
+
+Each test skips, with the reason, where there is no CUDA driver, no GPU, or no
+torch/CuPy.  The kernel writes each element's global index into an int32 array.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from phobos.launch import CudaError, DriverNotFound, LaunchError, load_kernel, shared_driver
+
+pytestmark = pytest.mark.gpu
+
+WRITE_INDEX_PTX = """\
+.version 7.0
+.target sm_80
+.address_size 64
+
+.visible .entry write_index(
+    .param .u64 write_index_out,
+    .param .u32 write_index_n
+)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<6>;
+    .reg .b64 %rd<5>;
+
+    ld.param.u64 %rd1, [write_index_out];
+    ld.param.u32 %r1, [write_index_n];
+    mov.u32 %r2, %ctaid.x;
+    mov.u32 %r3, %ntid.x;
+    mov.u32 %r4, %tid.x;
+    mad.lo.s32 %r5, %r2, %r3, %r4;
+    setp.ge.s32 %p1, %r5, %r1;
+    @%p1 bra DONE;
+    cvta.to.global.u64 %rd2, %rd1;
+    mul.wide.s32 %rd3, %r5, 4;
+    add.s64 %rd4, %rd2, %rd3;
+    st.global.u32 [%rd4], %r5;
+DONE:
+    ret;
+}
+"""
+
+WRITE_INDEX = {
+    "format_version": 1,
+    "kernel": "write_index",
+    "entry": "write_index",
+    "arch": "sm_80",
+    "index_width": 32,
+    "block": [128, 1, 1],
+    "dynamic_smem": 0,
+    "static_smem": 0,
+    "values": {"BLOCK": 128},
+    "tensors": [
+        {"name": "out", "dtype": "i32", "dims": ["N"], "read": False, "written": True,
+         "align": 4, "unit_stride": True},
+    ],
+    "scalars": [],
+    "slots": [
+        {"kind": "pointer", "type": "u64", "param": "out"},
+        {"kind": "extent", "type": "i32", "param": "N"},
+    ],
+    "params": ["out"],
+}  # fmt: skip
+
+
+def blocks(meta):
+    return (-(-meta["N"] // meta["BLOCK"]),)
+
+
+@pytest.fixture(scope="module")
+def gpu():
+    try:
+        return shared_driver()
+    except DriverNotFound as exc:
+        pytest.skip(f"no CUDA driver here: {exc.detail}")
+    except CudaError as exc:
+        pytest.skip(f"the CUDA driver has no usable GPU: {exc}")
+
+
+@pytest.fixture(scope="module")
+def kernel(gpu):
+    return load_kernel(WRITE_INDEX, ptx=WRITE_INDEX_PTX)
+
+
+@pytest.fixture(scope="module")
+def torch(gpu):
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no CUDA device")
+    return torch
+
+
+@pytest.fixture(scope="module")
+def cupy(gpu):
+    try:
+        import cupy
+    except Exception as exc:  # CuPy raises more than ImportError without a CUDA runtime
+        pytest.skip(f"CuPy unavailable: {exc}")
+    return cupy
+
+
+def test_torch_tensor(kernel, torch):
+    out = torch.full((1000,), -1, dtype=torch.int32, device="cuda")
+    kernel.launch(blocks, (out,))
+    torch.cuda.synchronize()
+    assert out.tolist() == list(range(1000))
+
+
+def test_torch_current_stream_and_explicit_stream(kernel, torch):
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        out = torch.full((4096,), -1, dtype=torch.int32, device="cuda")
+        kernel.launch(blocks, (out,))
+    side.synchronize()
+    assert out.tolist() == list(range(4096))
+    other = torch.full((300,), -1, dtype=torch.int32, device="cuda")
+    torch.cuda.synchronize()
+    kernel.launch(blocks, (other,), stream=side)
+    side.synchronize()
+    assert other.tolist() == list(range(300))
+
+
+def test_torch_strided_view_is_refused(kernel, torch):
+    out = torch.zeros(64, dtype=torch.int32, device="cuda")[::2]
+    with pytest.raises(LaunchError, match=r"non-contiguous .* pass \.contiguous\(\)"):
+        kernel.launch(blocks, (out,))
+
+
+def test_torch_wrong_dtype_is_refused(kernel, torch):
+    out = torch.zeros(64, dtype=torch.float32, device="cuda")
+    with pytest.raises(LaunchError, match="out: expected a i32 tensor, got f32"):
+        kernel.launch(blocks, (out,))
+
+
+def test_torch_cpu_tensor_is_refused(kernel, torch):
+    with pytest.raises(LaunchError, match=r"move it to the GPU first"):
+        kernel.launch(blocks, (torch.zeros(4, dtype=torch.int32),))
+
+
+def test_cupy_array(kernel, cupy):
+    out = cupy.full((1000,), -1, dtype=cupy.int32)
+    kernel.launch(blocks, (out,))
+    cupy.cuda.Device().synchronize()
+    assert out.get().tolist() == list(range(1000))
+
+
+def test_cupy_array_made_on_another_stream(kernel, cupy):
+    producer = cupy.cuda.Stream(non_blocking=True)
+    with producer:
+        out = cupy.full((1 << 20,), -1, dtype=cupy.int32)  # its CAI v3 stream is `producer`
+    kernel.launch(blocks, (out,), stream=cupy.cuda.Stream(non_blocking=True))
+    cupy.cuda.Device().synchronize()
+    assert (out.get() == list(range(1 << 20))).all()
+
+
+def test_cubin_is_preferred(gpu, torch):
+    cubin_tool = pytest.importorskip("phobos.compile.toolchain.cubin")
+    major, minor = gpu.compute_capability(torch.cuda.current_device())
+    try:
+        cubin, _ = cubin_tool.ptx_to_cubin(
+            WRITE_INDEX_PTX, name="write_index", arch=f"sm_{major}{minor}", line_info=False,
+            verbose=False,
+        )  # fmt: skip
+    except Exception as exc:
+        pytest.skip(f"nvJitLink cannot build a cubin here: {exc}")
+    kernel = load_kernel(WRITE_INDEX, cubin=cubin, ptx="not PTX: the cubin must be used")
+    out = torch.full((257,), -1, dtype=torch.int32, device="cuda")
+    kernel.launch(blocks, (out,))
+    torch.cuda.synchronize()
+    assert out.tolist() == list(range(257))
+
+
+def test_host_time_per_launch(kernel, torch, gpu, record_property):
+    """Host time of ``launch`` against a bare ``cuLaunchKernel`` with a pre-packed block."""
+    out = torch.zeros(128, dtype=torch.int32, device="cuda")
+    args = (out,)
+    kernel.launch((1,), args)
+    torch.cuda.synchronize()
+    device = out.get_device()
+    on_device = kernel._devices[device]
+    block = kernel.parameter_block()
+    bare = gpu._launch
+    stream = torch.cuda.current_stream().cuda_stream
+
+    def time_per_call(launch, repeats=20000):
+        best = float("inf")
+        for _ in range(5):
+            start = time.perf_counter()
+            for _ in range(repeats):
+                launch()
+            best = min(best, (time.perf_counter() - start) / repeats)
+            torch.cuda.synchronize()
+        return best * 1e6
+
+    ours = time_per_call(lambda: kernel.launch((1,), args))
+    bare_us = time_per_call(
+        lambda: bare(on_device.function, 1, 1, 1, 128, 1, 1, 0, stream, block.address, None)
+    )
+    record_property("launch_us", ours)
+    record_property("bare_cuLaunchKernel_us", bare_us)
+    print(f"\nphobos.launch: {ours:.2f} us per launch; bare cuLaunchKernel: {bare_us:.2f} us")
+    assert ours < 3 * bare_us
