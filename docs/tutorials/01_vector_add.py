@@ -18,6 +18,9 @@ import numpy as np
 import phobos.lang as ph
 
 
+# Tutorial 01: vector addition.
+# Each block adds one BLOCK-long window of x and y; the last window hangs over
+# the end of the tensors, and its absent lanes are neither read nor written.
 @ph.kernel
 @ph.autotune(BLOCK=[256, 16384])
 def vector_add(x: ph.tensor[ph.f32][N], y: ph.tensor[ph.f32][N], out: ph.tensor[ph.f32][N]):
