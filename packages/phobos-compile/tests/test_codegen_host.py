@@ -159,7 +159,7 @@ def run_on_host(generated: GeneratedKernel, grid: tuple[int, ...], args: list, w
     (work / "include" / "emulation.h").write_text(EMULATION)
     (work / "include" / "cuda_fp16.h").write_text(FP16)
     (work / "include" / "cuda_bf16.h").write_text(BF16)
-    grid3 = (tuple(grid) + (1, 1))[:3]
+    grid3 = (*grid, 1, 1)[:3]
     program = '#include "emulation.h"\n' + generated.source + _launcher(generated, grid3, args)
     (work / "kernel.cpp").write_text(program)
     command = ["g++", "-std=c++20", "-O0", "-pthread", f"-I{work / 'include'}", f"-I{RUNTIME_DIR}"]

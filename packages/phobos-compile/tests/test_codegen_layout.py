@@ -52,7 +52,7 @@ def test_each_element_has_one_slot_and_rows_are_contiguous(shape, vec, threads):
     # consecutive groups, so a warp's accesses are contiguous.
     for coords, (tid, r, lane) in seen.items():
         if lane + 1 < vec:
-            assert seen[coords[:-1] + (coords[-1] + 1,)] == (tid, r, lane + 1)
+            assert seen[(*coords[:-1], coords[-1] + 1)] == (tid, r, lane + 1)
 
 
 def test_padding_is_guarded():
