@@ -155,7 +155,12 @@ def test_element_alignment_is_checked_even_without_a_contract_assumption(
     a = fakes.cuda_array((8, 4), typestr="<f2", ptr=BASE + 1)
     b = fakes.cuda_array((4, 64), typestr="<f2")
     c = fakes.cuda_array((8, 64))
-    refused(kernel, driver, [a, b, c, 1.0, 3, True], "not a multiple of 2 bytes")
+    refused(
+        kernel,
+        driver,
+        [a, b, c, 1.0, 3, True],
+        r"0x7f0000000001 is not a multiple of its element size \(2 bytes\)",
+    )
 
 
 def test_unit_stride(saxpy, driver, fakes):

@@ -38,7 +38,17 @@ POINTER, STRIDE, EXTENT, SCALAR = range(4)
 class TensorCheck:
     """A tensor parameter with what each launch checks about it, precomputed."""
 
-    __slots__ = ("align", "dims", "dtype", "name", "position", "rank", "unit_stride", "written")
+    __slots__ = (
+        "align",
+        "assumed_align",
+        "dims",
+        "dtype",
+        "name",
+        "position",
+        "rank",
+        "unit_stride",
+        "written",
+    )
 
     def __init__(self, param: TensorParam, position: int) -> None:
         self.name = param.name
@@ -47,6 +57,7 @@ class TensorCheck:
         self.dims = param.dims
         self.rank = len(param.dims)
         # A misaligned element is a fault on the GPU whatever the contract assumed.
+        self.assumed_align = param.align
         self.align = max(param.align, ITEMSIZE[param.dtype])
         self.unit_stride = param.unit_stride and self.rank > 0
         self.written = param.written
@@ -265,6 +276,11 @@ class ArgumentBinder:
             return (
                 f"{where}: expected a {check.rank}-D tensor for {check.declared()}, "
                 f"got shape {shape} ({len(shape)}-D)"
+            )
+        if ptr % check.align and check.assumed_align < check.align:
+            return (
+                f"{where}: data pointer {ptr:#x} is not a multiple of its element size "
+                f"({check.align} bytes); pass an array whose elements are aligned"
             )
         if ptr % check.align:
             return (
