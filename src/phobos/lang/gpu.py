@@ -21,6 +21,7 @@ from phobos.launch import load_kernel, needs_index64, shared_driver, specializat
 if TYPE_CHECKING:
     from phobos.compile.cached import CachedKernel
     from phobos.lang.kernel import Grid, Kernel
+    from phobos.launch import LoadedKernel
 
 
 def device_arch(device: int) -> str:
@@ -57,7 +58,7 @@ def launch(
     values: Mapping[str, int],
     *,
     stream: Any,
-) -> None:
+) -> LoadedKernel:
     """Launch the variant ``values`` (compiled and loaded on first use) on GPU arrays."""
     spec = specialization(kernel, args)
     key = (tuple(sorted(values.items())), spec)
@@ -68,11 +69,14 @@ def launch(
         loaded = load_kernel(compiled.contract.to_json(), cubin=compiled.cubin, ptx=compiled.ptx)
         kernel.loaded[key] = loaded
     loaded.launch(grid, args, stream=stream)
+    return loaded
 
 
 def _device_of(args: Sequence[Any]) -> int:
     """The ordinal of the GPU holding the first device array (the launch checks the rest)."""
     for arg in args:
+        if type(arg).__module__.startswith("torch") and getattr(arg, "is_cuda", False):
+            return arg.device.index or 0
         cai = getattr(arg, "__cuda_array_interface__", None)
         if cai is not None and cai["data"][0]:
             return shared_driver().pointer_device(cai["data"][0])
