@@ -124,6 +124,39 @@ class Kernel:
         with user_facing():
             return gpu.compile_variant(self, self.values_for(values), arch=arch, spec=None)
 
+    def reference(self, fn: Callable[..., None]) -> Callable[..., None]:
+        """``@kernel.reference``: ``fn(*args)`` writes the outputs every variant must match.
+
+        It is called with copies of a launch's arguments (docs/autotuning.md).
+        """
+        from phobos.lang import tuning
+
+        tuning.set_reference(self, fn)
+        return fn
+
+    def tuning_key(self, fn: Callable[[dict[str, int], dict[str, str]], Any]) -> Callable[..., Any]:
+        """``@kernel.tuning_key``: ``fn(extents, dtypes)`` returns the shape part of the key
+        (JSON data); launches with equal keys share one tuning result."""
+        from phobos.lang import tuning
+
+        tuning.set_shape_key(self, fn)
+        return fn
+
+    def tuning_report(self) -> Any:
+        """The report of this kernel's latest tuning in this process (print it for a table)."""
+        from phobos.lang import tuning
+
+        return tuning.report_of(self)
+
+    def autotune(self, *args: Any, grid: Grid, options: Any = None, **fixed: int) -> dict[str, int]:
+        """Tune now for these arguments (numpy arrays tune in the CPU interpreter); returns the
+        choice, which later launches with the same key use.  ``options``: an
+        ``phobos.autotune.Options``."""
+        from phobos.lang import tuning
+
+        with user_facing():
+            return tuning.tune(self, grid, args, fixed, arrays.placement(args), options)
+
 
 class Launch:
     """``kernel[grid]``: call it with the kernel's arguments (and optional keywords)."""

@@ -1,0 +1,50 @@
+"""``tune``: a key's result from the cache, else a search whose result goes into the cache.
+
+Results are stored as ``phobos.cache`` records in the namespace ``autotune``, under
+the problem's key: the choice and the whole report.  Another process with the same
+key reads the choice and runs no variant.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from phobos.autotune.problem import Options, Problem
+from phobos.autotune.report import Report
+from phobos.autotune.search import search
+
+NAMESPACE = "autotune"
+
+
+def cached_report(key: str, cache: Any = None) -> Report | None:
+    """The stored report for ``key``, or None (also when the record cannot be read)."""
+    record = _cache(cache).get_record(NAMESPACE, key)
+    if record is None:
+        return None
+    try:
+        return Report.from_json(record["report"])
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def tune(problem: Problem, options: Options | None = None, cache: Any = None) -> Report:
+    """The report for ``problem.key``: from the cache unless ``options.retune``, else searched
+    now and stored.  ``cache`` is a ``phobos.cache.Cache`` (default: the user's cache)."""
+    options = options or Options()
+    store = _cache(cache)
+    if not options.retune:
+        found = cached_report(problem.key, store)
+        if found is not None:
+            problem.timer.close()
+            return found
+    report = search(problem, options)
+    store.put_record(NAMESPACE, problem.key, {"choice": report.choice, "report": report.to_json()})
+    return report
+
+
+def _cache(cache: Any) -> Any:
+    if cache is not None:
+        return cache
+    from phobos.cache import Cache
+
+    return Cache()
