@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+from dataclasses import replace
 
 import pytest
 
@@ -23,6 +24,7 @@ from phobos.compile.codegen import (
 from phobos.compile.contract import Contract, Slot
 from phobos.compile.diagnostics import PhobosError
 from phobos.compile.ir import nodes as ir
+from phobos.compile.span import Span
 from phobos.compile.syntax import parse
 
 
@@ -354,17 +356,56 @@ def test_control_flow_scalar_stores_transpose_and_iota():
     compile_90(source)
 
 
-def test_dot_is_an_honest_error_at_its_line():
+MATMUL = """\
+@autotune(BM in [16, 128], BN in [16, 128], BK in [16, 64])
+kernel matmul(a: tensor<{t}>[M, K], b: tensor<{t}>[K, N], c: tensor<f32>[M, N]) {{
+    let m = ctx.block.y * BM
+    let n = ctx.block.x * BN
+    var acc = zeros<f32>[BM, BN]
+    for k in 0 .. K step BK {{
+        acc = dot(a[m :+ BM, k :+ BK], b[k :+ BK, n :+ BN], acc)
+    }}
+    c[m :+ BM, n :+ BN] = acc
+}}
+"""
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+def test_dot_runs_on_the_tensor_cores_and_keeps_the_accumulator_in_registers(dtype):
+    generated = generate_text(MATMUL.format(t=dtype), "matmul", BM=64, BN=64, BK=32)
+    source = generated.source
+    loop = source[source.index("for (index_t v_k") : source.index('#line 9 "kernel.ph"')]
+    assert "v_acc[r][i] = " in loop and "staged" not in loop  # no layout change per step
+    ptx = compile_90(source)
+    warps = generated.contract.block[0] // 32
+    per_thread = (64 // 16) * (64 // 8) // warps * (32 // 16)  # tiles per warp x k-steps
+    assert (
+        count(rf"mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.{dtype}\.{dtype}\.f32", ptx)
+        == per_thread
+    )
+    assert count(r"ld\.global\.v4", ptx) > 0
+
+
+def test_dot_of_other_shapes_and_dtypes_uses_the_cuda_cores():
     text = """\
-kernel mm(a: tensor<f16>[M, K], b: tensor<f16>[K, N], c: tensor<f32>[M, N]) {
-    let acc = zeros<f32>[16, 16]
-    c[0 :+ 16, 0 :+ 16] = dot(a[0 :+ 16, 0 :+ 16], b[0 :+ 16, 0 :+ 16], acc)
+kernel small(a: tensor<f32>[M, K], b: tensor<f32>[K, N], c: tensor<f32>[M, N]) {
+    c[0 :+ 8, 0 :+ 8] = dot(a[0 :+ 8, 0 :+ 12], b[0 :+ 12, 0 :+ 8], zeros<f32>[8, 8])
 }
 """
+    ptx = compile_90(generate_text(text, "small").source)
+    assert "mma.sync" not in ptx and "fma.rn.f32" in ptx
+
+
+def test_an_unsupported_operation_is_an_error_at_its_line():
+    kernel = lower_text(SAXPY, "saxpy", BLOCK=256)
+    define, store = kernel.body
+    span = Span("kernel.ph", 4, 5, 4, 20)
+    tanh = ir.Math("tanh", store.value, store.value.type, span)
+    broken = replace(kernel, body=(define, replace(store, value=tanh)))
     with pytest.raises(PhobosError) as caught:
-        generate_text(text, "mm")
+        generate(broken, uniform_spec(broken), "sm_90")
     assert "not supported by the GPU code generator yet" in caught.value.message
-    assert caught.value.span.line == 3
+    assert caught.value.span == span
 
 
 def test_every_kernel_compiles_for_sm_80_too():
@@ -374,8 +415,10 @@ def test_every_kernel_compiles_for_sm_80_too():
         generate_text(MATH, "math").source,
         generate_text(SOFTMAX, "softmax", BN=1024).source,
         generate_text(CONTROL, "rowsum").source,
+        generate_text(MATMUL.format(t="bf16"), "matmul", BM=32, BN=32, BK=16).source,
         _dtype_kernels(),
     ]
     ptx = compile_ptx("\n".join(sources), "compute_80")
     assert ".target sm_80" in ptx and ".local" not in ptx
-    assert count(r"\.entry ", ptx) == 5 + len(DTYPES)
+    assert count(r"\.entry ", ptx) == 6 + len(DTYPES)
+    assert "mma.sync.aligned.m16n8k16" in ptx

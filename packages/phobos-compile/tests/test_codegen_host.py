@@ -63,6 +63,57 @@ inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; 
 inline double __longlong_as_double(long long i) { double f; std::memcpy(&f, &i, 8); return f; }
 inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
 inline double rsqrt(double x) { return 1.0 / std::sqrt(x); }
+inline unsigned long long atomicOr(unsigned long long* p, unsigned long long v) {
+    return __atomic_fetch_or(p, v, __ATOMIC_SEQ_CST);
+}
+
+// mma.sync.m16n8k16 for one warp: the lanes pool their fragments (PTX ISA layout),
+// each computes its four accumulators.
+#define PHOBOS_MMA_EMULATED
+#include "phobos_tile.cuh"
+std::barrier<>* emulated_warp_barriers[32];
+unsigned emulated_fragments[1024][6];
+template <class T> float emulated_half(unsigned word, int high) {
+    unsigned short bits = high ? (word >> 16) : (word & 0xffff);
+    T value;
+    std::memcpy(&value, &bits, 2);
+    return float(value);
+}
+template <class T> void emulated_mma(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+    unsigned t = threadIdx.x, base = t & ~31u, lane = t & 31u;
+    for (int j = 0; j < 4; ++j) emulated_fragments[t][j] = a[j];
+    emulated_fragments[t][4] = b[0];
+    emulated_fragments[t][5] = b[1];
+    emulated_warp_barriers[t / 32]->arrive_and_wait();
+    float A[16][16], B[16][8];
+    for (unsigned q = 0; q < 32; ++q) {
+        unsigned g = q / 4, c = (q % 4) * 2;
+        const unsigned* f = emulated_fragments[base + q];
+        for (int h = 0; h < 2; ++h) {
+            A[g][c + h] = emulated_half<T>(f[0], h);
+            A[g + 8][c + h] = emulated_half<T>(f[1], h);
+            A[g][c + 8 + h] = emulated_half<T>(f[2], h);
+            A[g + 8][c + 8 + h] = emulated_half<T>(f[3], h);
+            B[c + h][g] = emulated_half<T>(f[4], h);
+            B[c + 8 + h][g] = emulated_half<T>(f[5], h);
+        }
+    }
+    for (int j = 0; j < 4; ++j) {
+        unsigned row = lane / 4 + (j / 2) * 8, col = (lane % 4) * 2 + j % 2;
+        float sum = 0;
+        for (int k = 0; k < 16; ++k) sum += A[row][k] * B[k][col];
+        d[j] += sum;
+    }
+    emulated_warp_barriers[t / 32]->arrive_and_wait();
+}
+namespace phobos {
+template <> void mma_16816<f16>(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+    emulated_mma<f16>(d, a, b);
+}
+template <> void mma_16816<bf16>(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+    emulated_mma<bf16>(d, a, b);
+}
+}  // namespace phobos
 """
 
 FP16 = r"""
@@ -134,6 +185,7 @@ int main(int, char** argv) {{
     blockDim = {{{threads}, 1, 1}};
     std::barrier<> barrier({threads});
     emulated_barrier = &barrier;
+    for (int w = 0; w < {threads // 32}; ++w) emulated_warp_barriers[w] = new std::barrier<>(32);
     std::vector<std::thread> threads;
     for (unsigned t = 0; t < {threads}; ++t) threads.emplace_back([&, t] {{
         threadIdx.x = t;
@@ -173,6 +225,27 @@ def run_on_host(generated: GeneratedKernel, grid: tuple[int, ...], args: list, w
 
 
 CASES = {
+    "matmul": (
+        """\
+@autotune(BM in [16, 128], BN in [16, 128], BK in [16, 64])
+kernel matmul(a: tensor<f16>[M, K], b: tensor<f16>[K, N], c: tensor<f32>[M, N]) {
+    let m = ctx.block.y * BM
+    let n = ctx.block.x * BN
+    var acc = zeros<f32>[BM, BN]
+    for k in 0 .. K step BK {
+        acc = dot(a[m :+ BM, k :+ BK], b[k :+ BK, n :+ BN], acc)
+    }
+    c[m :+ BM, n :+ BN] = acc
+}
+""",
+        {"BM": 32, "BN": 16, "BK": 16},
+        lambda rng: [
+            rng.standard_normal((50, 45)).astype(np.float16),
+            rng.standard_normal((45, 40)).astype(np.float16),
+            np.zeros((50, 40), np.float32),
+        ],
+        (3, 2),
+    ),
     "saxpy": (
         """\
 @autotune(BLOCK in [16, 8192])

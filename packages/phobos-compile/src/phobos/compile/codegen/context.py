@@ -35,6 +35,7 @@ class EmitContext:
         self.lines: list[str] = []
         self.scratch_bytes = 0
         self._variables: dict[str, AnyLayout] = {}
+        self._preferred: dict[str, AnyLayout] = {}
         self._indent = 1
         self._counter = 0
 
@@ -45,6 +46,13 @@ class EmitContext:
     def bind_variable(self, name: str, layout: AnyLayout) -> None:
         """A tile variable keeps the layout of its first value; later values convert to it."""
         self._variables[name] = layout
+
+    def prefer_layout(self, name: str, layout: AnyLayout) -> None:
+        """Hold variable ``name`` in ``layout`` from its definition on (a dot accumulator)."""
+        self._preferred[name] = layout
+
+    def preferred_layout(self, name: str) -> AnyLayout | None:
+        return self._preferred.get(name)
 
     def variable_layout(self, name: str) -> AnyLayout:
         return self._variables[name]

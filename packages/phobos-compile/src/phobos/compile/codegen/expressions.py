@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Union
 
-from phobos.compile.codegen import conversions, memory, reductions
+from phobos.compile.codegen import conversions, dot, memory, reductions
 from phobos.compile.codegen.context import EmitContext
 from phobos.compile.codegen.dtypes import INDEX_CTYPE, ctype, literal
 from phobos.compile.codegen.layout import Layout
@@ -114,6 +114,8 @@ def tile(ctx: EmitContext, e: ir.Expr) -> TileValue:
         return conversions.broadcast(ctx, tile(ctx, e.operand), layout)
     if isinstance(e, ir.Transpose):
         return conversions.transpose(ctx, tile(ctx, e.operand), layout)
+    if isinstance(e, ir.Dot):
+        return dot.emit_dot(ctx, e, tile(ctx, e.a), tile(ctx, e.b), tile(ctx, e.acc))
     if isinstance(e, ir.Reduce):
         return reductions.reduce_axis(ctx, tile(ctx, e.operand), e.op, e.axis, layout, e.type)
     raise _unsupported(e)

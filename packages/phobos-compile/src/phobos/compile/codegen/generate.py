@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, fields
 
 from phobos.compile.codegen.context import SCRATCH, EmitContext
+from phobos.compile.codegen.dot import result_layout
 from phobos.compile.codegen.dtypes import INDEX_CTYPE, byte_size
 from phobos.compile.codegen.layout import (
     MAX_THREADS,
@@ -57,6 +58,9 @@ def generate(kernel: ir.Kernel, spec: Specialization, arch: str) -> GeneratedKer
     threads = _threads(kernel, [_groups(s, kernel_vec) for s in shapes])
     signature = build_signature(kernel, spec, written)
     ctx = EmitContext(threads, kernel_vec, spec.index_width, signature.access)
+    for n in nodes:
+        if isinstance(n, ir.Assign) and isinstance(n.value, ir.Dot):
+            ctx.prefer_layout(n.var.name, result_layout(ctx, n.value))
     emit_block(ctx, kernel.body)
 
     entry = f"phobos_{kernel.name}"

@@ -167,4 +167,58 @@ class RowLayout:
         return f"g / {per_row}" if per_row > 1 else "g"
 
 
-AnyLayout = Union[Layout, RowLayout]
+@dataclass(frozen=True)
+class MmaLayout:
+    """The accumulator fragments of ``mma.sync.m16n8k16``: what ``dot`` leaves in registers.
+
+    The [M, N] tile is cut into 16x8 tiles, row-major; tile ``t`` belongs to warp
+    ``t % warps`` as its repeat ``t // warps``, so with ``g = r * threads + tid``
+    as everywhere else, ``g / 32`` is the tile and ``g % 32`` the lane in the warp.
+    Per the PTX ISA a lane holds 4 accumulators: rows ``lane / 4`` and
+    ``lane / 4 + 8``, columns ``(lane % 4) * 2`` and ``+ 1``.  A whole warp
+    skips a repeat with no tile (``guarded``), so ``mma.sync`` always runs on
+    full warps.
+    """
+
+    shape: tuple[int, ...]
+    threads: int
+
+    vec = 4
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def tiles_per_row(self) -> int:
+        return self.shape[1] // 8
+
+    @property
+    def groups(self) -> int:
+        return self.shape[0] // 16 * self.tiles_per_row * WARP
+
+    @property
+    def repeats(self) -> int:
+        return -(-self.groups // self.threads)
+
+    @property
+    def guarded(self) -> bool:
+        return self.groups % self.threads != 0
+
+    def coords(self, lane: str = "i") -> tuple[str, ...]:
+        per_row = self.tiles_per_row
+        row = f"((g / 32) / {per_row}) * 16 + (g % 32) / 4 + ({lane} / 2) * 8"
+        col = f"((g / 32) % {per_row}) * 8 + (g % 4) * 2 + {lane} % 2"
+        return (row, col)
+
+    def flat(self, lane: str = "i") -> str:
+        row, col = self.coords(lane)
+        return f"({row}) * {self.shape[1]} + {col}"
+
+
+def mma_shape_ok(m: int, n: int, k: int) -> bool:
+    """``mma.sync.m16n8k16`` tiles the product exactly."""
+    return m % 16 == 0 and n % 8 == 0 and k % 16 == 0
+
+
+AnyLayout = Union[Layout, RowLayout, MmaLayout]

@@ -64,7 +64,10 @@ def _define(ctx: EmitContext, var: ir.Variable, value: ir.Expr) -> None:
         ctx.facts.define(var, value)
         return
     computed = tile(ctx, value)
-    if computed.anywhere:  # a variable holds registers: give it the shape's own layout
+    preferred = ctx.preferred_layout(var.name)
+    if preferred is not None:
+        computed = to_layout(ctx, computed, preferred)
+    elif computed.anywhere:  # a variable holds registers: give it the shape's own layout
         computed = to_layout(ctx, computed, ctx.layout(var.type.shape))
     ctx.bind_variable(var.name, computed.layout)
     declare_tile(ctx, ctype(var.type.dtype), name, computed.layout, var.type.partial)

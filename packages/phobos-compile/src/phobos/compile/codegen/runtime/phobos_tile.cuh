@@ -252,4 +252,33 @@ template <class T> PHOBOS_INLINE T shuffle_xor(T v, int lane_mask) {
     return __shfl_xor_sync(0xffffffffu, v, lane_mask);
 }
 
+// ------------------------------------------------------------------ dot
+
+// Mark bit `bit` of a shared-memory word (which k of a row or column is present).
+PHOBOS_INLINE void set_bit(u64* word, int bit) { atomicOr(word, 1ull << bit); }
+
+// d += a * b on the tensor cores: one m16n8k16 product of one warp, operands as the
+// PTX ISA lays out its fragments (a: 4 x 2 halves, b: 2 x 2 halves, d: 4 x f32).
+// A host emulator of the kernels may define PHOBOS_MMA_EMULATED and supply these.
+template <class T>
+PHOBOS_INLINE void mma_16816(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]);
+#ifndef PHOBOS_MMA_EMULATED
+template <>
+PHOBOS_INLINE void mma_16816<f16>(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+        "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+template <>
+PHOBOS_INLINE void mma_16816<bf16>(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+        "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+#endif
+
 }  // namespace phobos
