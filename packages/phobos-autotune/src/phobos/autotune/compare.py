@@ -45,7 +45,7 @@ def compare(
     e = ops.f64(expected)
     g_nan, e_nan = ops.isnan(g), ops.isnan(e)
     finite = ops.isfinite(g) & ops.isfinite(e)
-    error = ops.where(finite, ops.abs(g - e), 0.0)
+    error = ops.abs(ops.where(finite, g, 0.0) - ops.where(finite, e, 0.0))
     if tolerance.exact:
         off = (got != expected) & ~(g_nan & e_nan)
     else:

@@ -1,0 +1,43 @@
+"""Results persist in the kernel cache: a second tune of the same key runs no variant."""
+
+from __future__ import annotations
+
+from phobos.autotune import NAMESPACE, Options, cached_report, tune
+from phobos.cache import Cache
+
+
+def twice(x, out):
+    out[:] = 2 * x
+
+
+def test_a_tuned_key_is_read_back_without_running_a_variant(fake, tmp_path):
+    cache = Cache(tmp_path / "c")
+    ran: list[int] = []
+    first = tune(fake.scale_problem({16: twice, 32: fake.slow}, ran=ran), fake.FAST, cache)
+    assert ran and not first.from_cache
+    ran.clear()
+    again = tune(fake.scale_problem({16: twice, 32: fake.slow}, ran=ran), fake.FAST, cache)
+    assert ran == [] and again.from_cache and again.ran == 0
+    assert again.choice == first.choice == {"B": 16}
+    assert str(again).splitlines()[3:] == str(first).splitlines()[3:]
+    record = cache.get_record(NAMESPACE, first.key)
+    assert record["choice"] == {"B": 16}
+    assert cached_report(first.key, cache).variants[1].status == "passed"
+
+
+def test_retune_searches_again(fake, tmp_path):
+    cache = Cache(tmp_path / "c")
+    ran: list[int] = []
+    tune(fake.scale_problem({16: twice}, ran=ran), fake.FAST, cache)
+    ran.clear()
+    options = Options(**{**fake.FAST.__dict__, "retune": True})
+    assert not tune(fake.scale_problem({16: twice}, ran=ran), options, cache).from_cache
+    assert ran
+
+
+def test_one_summary_line_when_stderr_is_not_a_terminal(fake, capsys):
+    options = Options(**{**fake.FAST.__dict__, "progress": None})
+    tune(fake.scale_problem({16: twice, 32: twice}), options)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert err[0].startswith("phobos autotune scale [") and "chose B=16" in err[0]
