@@ -40,4 +40,4 @@ def test_one_summary_line_when_stderr_is_not_a_terminal(fake, capsys):
     tune(fake.scale_problem({16: twice, 32: twice}), options)
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1
-    assert err[0].startswith("phobos autotune scale [") and "chose B=16" in err[0]
+    assert err[0].startswith("phobos autotune scale [") and "2 passed; chose B=" in err[0]
