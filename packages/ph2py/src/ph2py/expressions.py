@@ -66,6 +66,7 @@ _COMPARISONS = {
 }
 _UNARY_OPS = {"-": cst.Minus, "~": cst.BitInvert, "!": cst.Not}
 _NO_SPACE = cst.SimpleWhitespace("")
+_SPACE = cst.SimpleWhitespace(" ")
 
 
 def level(expr: ast.Expr) -> int:
@@ -184,10 +185,29 @@ class ExpressionWriter:
         if isinstance(item, ast.Window):
             length = self.operand(item.length, level(item.length) < _UNARY)
             upper = cst.UnaryOperation(cst.Plus(), length)
-            return cst.SubscriptElement(cst.Slice(lower=self.expr(item.start), upper=upper))
+            spaced = not (self.is_simple(item.start) and self.is_simple(item.length))
+            colon = cst.Colon(
+                whitespace_before=_SPACE if spaced else _NO_SPACE,
+                whitespace_after=_SPACE if spaced else _NO_SPACE,
+            )
+            slice_ = cst.Slice(lower=self.expr(item.start), upper=upper, first_colon=colon)
+            return cst.SubscriptElement(slice_)
         if isinstance(item, ast.FullAxis):
             return cst.SubscriptElement(cst.Slice(lower=None, upper=None))
         return _element(cst.Name("None"))
+
+    def is_simple(self, expr: ast.Expr) -> bool:
+        """A plain name or number, negated or not: a window of simple bounds is written
+        ``a:+L``, any other ``a + 1 : +L``, as PEP 8 and ruff lay out slices."""
+        if isinstance(expr, ast.Name):
+            return expr.id != "inf" or "inf" in self.declared
+        if isinstance(expr, (ast.IntLit, ast.FloatLit)):
+            return expr.suffix is None
+        if isinstance(expr, ast.BoolLit):
+            return True
+        if isinstance(expr, ast.Unary):
+            return expr.op != "!" and self.is_simple(expr.operand)
+        return False
 
     # ------------------------------------------------------------------ types
 

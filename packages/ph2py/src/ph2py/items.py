@@ -2,9 +2,9 @@
 
 An item's leading comments stand above its decorators, with the blank lines
 the .ph file had between them; definitions are set off by two blank lines, as
-PEP 8 asks.  A parameter list stays on the ``def`` line when it fits in 100
-columns and the .ph wrote it on one line with no comments; else it is laid
-out as ruff would: the parameters on one indented line, or one per line.
+PEP 8 asks.  Parameters that the .ph wrote on several lines, or with comments,
+stand one a line; the others stay on the ``def`` line if it fits in 100
+columns, else go on one indented line below it (or one a line), as ruff would.
 """
 
 from __future__ import annotations
@@ -53,8 +53,10 @@ class ModuleWriter:
         for index, item in enumerate(items):
             first_line = self.first_line(item)
             gap = self.layout.gap_before(first_line, previous_end)
-            tune_comment = self.tune_line_comment(item, gap)
-            leading = item.leading[:-1] if tune_comment is not None else item.leading
+            after_params = self.after_params(item)
+            leading = item.leading[: len(item.leading) - len(after_params)]
+            tune_comment = self.tune_line_comment(item, leading, gap)
+            leading = leading[:-1] if tune_comment is not None else leading
             _, lines = split_blanks(place_comments(leading, gap))
             previous = items[index - 1] if index else None
             leading_lines = blank_lines(self.blanks_before(item, previous, gap))
@@ -66,7 +68,9 @@ class ModuleWriter:
                 exprs = self.expressions(
                     functions, constants, definition_integers(item, integers), item
                 )
-                statements.append(self.definition(item, exprs, leading_lines, tune_comment))
+                statements.append(
+                    self.definition(item, exprs, leading_lines, tune_comment, after_params)
+                )
             previous_end = item.span.end_line
         return ConvertedModule(tuple(statements), self.footer(previous_end), tuple(self.warnings))
 
@@ -90,17 +94,32 @@ class ModuleWriter:
                 line -= 1
         return line
 
-    def tune_line_comment(self, item: ast.Item, gap: tuple[GapLine, ...]) -> str | None:
-        """The comment at the end of a kernel's ``@autotune(...)`` line, if that is its last
-        leading comment: it stays on the ``@ph.autotune(...)`` line."""
+    def tune_line_comment(
+        self, item: ast.Item, leading: tuple[str, ...], gap: tuple[GapLine, ...]
+    ) -> str | None:
+        """The comment at the end of a kernel's ``@autotune(...)`` line, if that is the last
+        of its ``leading``: it stays on the ``@ph.autotune(...)`` line."""
         if not isinstance(item, ast.Kernel) or not item.autotune:
             return None
         in_gap = sum(line is not None for line in gap)
         line = item.span.line - 1
         found = self.layout.comments.get(line)
-        if len(item.leading) != in_gap + 1 or found is None or line not in self.layout.code_lines:
+        if len(leading) != in_gap + 1 or found is None or line not in self.layout.code_lines:
             return None
-        return found.text if found.text == item.leading[-1] else None
+        return found.text if found.text == leading[-1] else None
+
+    def after_params(self, item: ast.Item) -> tuple[str, ...]:
+        """The comments between a definition's last parameter and its ``)``; the parser
+        ends its ``leading`` with them, and they stay after the last Python parameter."""
+        if isinstance(item, ast.Const) or not item.params:
+            return ()
+        lines = range(item.params[-1].span.end_line + 1, item.body.span.line)
+        texts = tuple(
+            self.layout.comments[n].text
+            for n in lines
+            if n in self.layout.comments and n not in self.layout.code_lines
+        )
+        return texts if texts and item.leading[-len(texts) :] == texts else ()
 
     def blanks_before(
         self, item: ast.Item, previous: ast.Item | None, gap: tuple[GapLine, ...]
@@ -144,6 +163,7 @@ class ModuleWriter:
         exprs: ExpressionWriter,
         leading_lines: list[cst.EmptyLine],
         tune_comment: str | None = None,
+        after_params: tuple[str, ...] = (),
     ) -> cst.FunctionDef:
         body_writer = BodyWriter(exprs, self.layout)
         body = body_writer.block(item.body, body_writer.closing(item))
@@ -170,7 +190,7 @@ class ModuleWriter:
             returns=returns,
             leading_lines=leading_lines,
         )
-        return self.lay_out_params(node, item.params)
+        return self.lay_out_params(node, item.params, after_params)
 
     def autotune(self, tunes: tuple[ast.TuneParam, ...], exprs: ExpressionWriter) -> cst.Call:
         """``@ph.autotune(B=[16, 8192], C={2, 1})``."""
@@ -188,16 +208,17 @@ class ModuleWriter:
         return cst.Call(lang("autotune"), args)
 
     def lay_out_params(
-        self, node: cst.FunctionDef, params: tuple[ast.Param, ...]
+        self, node: cst.FunctionDef, params: tuple[ast.Param, ...], after: tuple[str, ...]
     ) -> cst.FunctionDef:
-        has_comments = any(p.leading or p.trailing is not None for p in params)
+        has_comments = after or any(p.leading or p.trailing is not None for p in params)
         one_line = not params or params[0].span.line == params[-1].span.end_line
-        if not has_comments and one_line and _header_length(node) <= LINE_LENGTH:
+        if has_comments or not one_line:
+            return _one_per_line(node, params, after)
+        if _header_length(node) <= LINE_LENGTH:
             return node
-        if not has_comments:
-            hugged = _hugged(node)
-            if _header_length(hugged, line=1) <= LINE_LENGTH:
-                return hugged
+        hugged = _hugged(node)
+        if _header_length(hugged, line=1) <= LINE_LENGTH:
+            return hugged
         return _one_per_line(node, params)
 
 
@@ -217,11 +238,14 @@ def _hugged(node: cst.FunctionDef) -> cst.FunctionDef:
     )
 
 
-def _one_per_line(node: cst.FunctionDef, params: tuple[ast.Param, ...]) -> cst.FunctionDef:
-    """A parameter a line, each with its comments, and a trailing comma."""
+def _one_per_line(
+    node: cst.FunctionDef, params: tuple[ast.Param, ...], after: tuple[str, ...] = ()
+) -> cst.FunctionDef:
+    """A parameter a line, each with its comments, and a trailing comma; ``after``
+    stands below the last parameter."""
     laid_out = []
     for index, (param, source) in enumerate(zip(node.params.params, params)):
-        following = params[index + 1].leading if index + 1 < len(params) else ()
+        following = params[index + 1].leading if index + 1 < len(params) else after
         indent = INDENT if index + 1 < len(params) else ""
         comma = cst.Comma(
             whitespace_after=_line_break(indent, source.trailing, _param_comments(following))

@@ -1,8 +1,8 @@
 """Number literals: the .ph spelling where Python reads it as the same number, else ``repr``.
 
 ``0xFF``, ``1_000`` and ``1e-5`` read the same in both languages and keep their
-spelling; ``007`` (not Python) or a literal folded from a cast (``f16(2.5)``)
-is written from its value.
+spelling (with the case and the ``.0`` that ruff gives them); ``007`` (not
+Python) or a literal folded from a cast (``f16(2.5)``) is written from its value.
 """
 
 from __future__ import annotations
@@ -15,9 +15,21 @@ from phobos.compile.syntax import ast
 def number_text(literal: ast.IntLit | ast.FloatLit, lines: tuple[str, ...]) -> str:
     """The Python text of ``literal``'s value, without its type suffix."""
     written = _written(literal, lines)
-    if written is not None and _reads_as(written, literal.value):
-        return written
+    if written is not None:
+        written = _normalised(written)
+        if _reads_as(written, literal.value):
+            return written
     return repr(literal.value)
+
+
+def _normalised(text: str) -> str:
+    """The spelling ruff would give: ``0xff`` → ``0xFF``, ``1E5`` → ``1e5``, ``2.`` → ``2.0``."""
+    if text[:2].lower() == "0x":
+        return "0x" + text[2:].upper()
+    text = text.lower()
+    if text.endswith("."):
+        return text + "0"
+    return text.replace(".e", ".0e")
 
 
 def _written(literal: ast.IntLit | ast.FloatLit, lines: tuple[str, ...]) -> str | None:
