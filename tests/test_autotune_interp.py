@@ -1,0 +1,213 @@
+"""Autotuning Phobos kernels in the CPU interpreter: the tuner's logic without a GPU.
+
+Kernels here are wrong on purpose for some variants; the tuner must never choose
+one, and its report must name them.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import phobos.lang as ph
+from phobos.autotune import COMPILE_ERROR, PASSED, PRUNED, WRONG, NoVariantPassed, Options
+from phobos.lang import tuning
+
+FAST = Options(budget_s=0.0, warmup=0, min_repeats=1, progress=False)
+
+
+def cdiv_grid(meta):
+    return (-(-meta["N"] // meta["BLOCK"]),)
+
+
+def floor_grid(meta):
+    """Wrong on purpose: drops the last partial block."""
+    return (meta["N"] // meta["BLOCK"],)
+
+
+@ph.kernel
+@ph.autotune(BLOCK=[16, 128])
+def scale_bug32(x: ph.tensor[ph.f32][N], out: ph.tensor[ph.f32][N], alpha: ph.f32):
+    base: ph.let = ph.ctx.block.x * BLOCK
+    if BLOCK == 32:
+        out[base:+BLOCK] = alpha * x[base:+BLOCK] + 1.0
+    else:
+        out[base:+BLOCK] = alpha * x[base:+BLOCK]
+
+
+@ph.kernel
+@ph.autotune(BLOCK={20, 16, 25, 30})
+def scale(x: ph.tensor[ph.f32][N], out: ph.tensor[ph.f32][N], alpha: ph.f32):
+    base: ph.let = ph.ctx.block.x * BLOCK
+    out[base:+BLOCK] = alpha * x[base:+BLOCK]
+
+
+@ph.kernel
+@ph.autotune(BLOCK=[16, 64])
+def double_in_place(x: ph.tensor[ph.f32][N]):
+    base: ph.let = ph.ctx.block.x * BLOCK
+    x[base:+BLOCK] = x[base:+BLOCK] * 2.0
+
+
+@ph.kernel
+@ph.autotune(BLOCK={16, 32, 80}, NUM_THREADS={32, 64})
+def copy_threads(x: ph.tensor[ph.i32][N], out: ph.tensor[ph.i32][N]):
+    base: ph.let = ph.ctx.block.x * (BLOCK - 16)
+    out[base : +(BLOCK - 16)] = x[base : +(BLOCK - 16)]  # wrong on purpose: BLOCK=16 cannot compile
+
+
+def minus16_grid(meta):
+    return (-(-meta["N"] // (meta["BLOCK"] - 16)),)
+
+
+@scale_bug32.reference
+def scale_reference(x, out, alpha):
+    out[:] = alpha * x
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(monkeypatch, tmp_path):
+    monkeypatch.setenv("PHOBOS_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def arrays(n, dtype=np.float32):
+    rng = np.random.default_rng(n)
+    x = rng.standard_normal(n).astype(dtype)
+    return x, np.full(n, np.nan, dtype=dtype)
+
+
+def by_block(report):
+    return {v.values["BLOCK"]: v for v in report.variants}
+
+
+def test_a_variant_wrong_on_purpose_is_never_chosen_and_is_named():
+    x, out = arrays(100)
+    choice = scale_bug32.autotune(x, out, 2.0, grid=cdiv_grid, options=FAST)
+    report = scale_bug32.tuning_report()
+    rows = by_block(report)
+    assert choice["BLOCK"] != 32
+    assert rows[32].status == WRONG
+    assert "largest error 1 at out[" in rows[32].detail
+    assert {b for b, r in rows.items() if r.status == PASSED} == {16, 64, 128}
+    assert report.reference == "the kernel's reference function"
+    assert np.isnan(out).all()  # tuning leaves the arguments as they were given
+    assert "* " in str(report) and "wrong" in str(report)
+
+
+def test_unwritten_elements_are_caught_by_the_poison():
+    x, out = arrays(100)
+    fresh = ph.kernel(scale.__wrapped__)
+    fresh.reference(lambda x, out, alpha: np.multiply(x, alpha, out=out))
+    choice = fresh.autotune(x, out, 3.0, grid=floor_grid, options=FAST)
+    rows = by_block(fresh.tuning_report())
+    assert choice["BLOCK"] in (20, 25)
+    assert rows[16].status == rows[30].status == WRONG
+    assert "NaN where the reference has a number" in rows[16].detail
+
+
+def test_an_in_place_kernel_tunes_right_with_no_hints():
+    x = np.arange(64, dtype=np.float32)
+    choice = double_in_place.autotune(x, grid=cdiv_grid, options=FAST)
+    report = double_in_place.tuning_report()
+    assert [v.status for v in report.variants] == [PASSED, PASSED, PASSED]
+    assert "default variant BLOCK=64" in report.reference
+    assert choice["BLOCK"] in (16, 32, 64)
+    assert (x == np.arange(64)).all()
+
+
+def test_compile_errors_and_the_size_rule_are_reported():
+    x = np.arange(20, dtype=np.int32)
+    copy_threads.autotune(x, np.zeros(20, dtype=np.int32), grid=minus16_grid, options=FAST)
+    rows = {
+        (v.values["BLOCK"], v.values["NUM_THREADS"]): v
+        for v in copy_threads.tuning_report().variants
+    }
+    assert rows[(16, 32)].status == rows[(16, 64)].status == COMPILE_ERROR
+    assert "window length must be positive" in rows[(16, 32)].detail
+    assert rows[(32, 32)].status == rows[(32, 64)].status == PASSED
+    assert rows[(80, 32)].status == PRUNED
+    assert "BLOCK=80 is larger than the problem (largest extent N=20)" in rows[(80, 32)].detail
+
+
+def test_a_keyword_fixes_a_name_and_the_rest_is_tuned():
+    x = np.arange(100, dtype=np.int32)
+    choice = copy_threads.autotune(
+        x, np.zeros(100, dtype=np.int32), grid=minus16_grid, options=FAST, NUM_THREADS=64
+    )
+    report = copy_threads.tuning_report()
+    assert choice["NUM_THREADS"] == 64 and choice["BLOCK"] in (32, 80)
+    assert [v.values for v in report.variants] == [
+        {"BLOCK": b, "NUM_THREADS": 64} for b in (16, 32, 80)
+    ]
+
+
+def test_a_host_launch_uses_the_default_until_tuned_explicitly():
+    x = np.arange(64, dtype=np.float32)
+    fresh = ph.kernel(double_in_place.__wrapped__)
+    assert tuning.choose_variant(fresh, cdiv_grid, [x], {}, "host") == {"BLOCK": 64}
+    choice = fresh.autotune(x, grid=cdiv_grid, options=FAST)
+    assert tuning.choose_variant(fresh, cdiv_grid, [x], {}, "host") == choice
+    fresh[cdiv_grid](x)
+    assert (x == 2 * np.arange(64)).all()
+
+
+def test_bad_arguments_are_the_callers_error_not_a_variants():
+    x, _ = arrays(10)
+    with pytest.raises(ph.PhobosError, match="out"):
+        scale_bug32.autotune(x, np.zeros(11, dtype=np.float32), 2.0, grid=cdiv_grid, options=FAST)
+
+
+def test_no_passing_variant_raises_with_the_report():
+    x, out = arrays(40)
+    fresh = ph.kernel(scale_bug32.__wrapped__)
+    fresh.reference(lambda x, out, alpha: np.multiply(x, alpha + 1, out=out))
+    with pytest.raises(NoVariantPassed, match="no variant of scale_bug32"):
+        fresh.autotune(x, out, 2.0, grid=cdiv_grid, options=FAST)
+
+
+def test_the_key_rounds_extents_and_can_be_overridden():
+    a = np.zeros(600, dtype=np.float32)
+    b = np.zeros(1000, dtype=np.float32)
+    c = np.zeros(1025, dtype=np.float32)
+    fresh = ph.kernel(double_in_place.__wrapped__)
+    key = tuning.launch_key
+    assert key(fresh, [a], {}, "cpu-interpreter") == key(fresh, [b], {}, "cpu-interpreter")
+    assert key(fresh, [b], {}, "cpu-interpreter") != key(fresh, [c], {}, "cpu-interpreter")
+    assert key(fresh, [b], {}, "sm_90") != key(fresh, [b], {}, "sm_80")
+    fresh.tuning_key(lambda extents, dtypes: {"N": extents["N"]})
+    assert key(fresh, [a], {}, "cpu-interpreter") != key(fresh, [b], {}, "cpu-interpreter")
+
+
+def test_a_second_process_reuses_the_result_without_running_a_variant(tmp_path):
+    x = np.arange(64, dtype=np.float32)
+    first = double_in_place.autotune(
+        x, grid=cdiv_grid, options=Options(**{**FAST.__dict__, "retune": True})
+    )
+    script = textwrap.dedent(
+        f"""
+        import importlib.util, numpy as np
+        import phobos.compile.interp as interp
+        calls = []
+        real_run = interp.run
+        interp.run = lambda *a, **k: calls.append(1) or real_run(*a, **k)
+        spec = importlib.util.spec_from_file_location("kernels", {str(Path(__file__))!r})
+        kernels = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(kernels)
+        x = np.arange(64, dtype=np.float32)
+        choice = kernels.double_in_place.autotune(x, grid=kernels.cdiv_grid, options=kernels.FAST)
+        report = kernels.double_in_place.tuning_report()
+        assert report.from_cache and report.ran == 0, report
+        assert calls == [], calls
+        print(choice["BLOCK"])
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout.split()[-1]) == first["BLOCK"]
