@@ -422,3 +422,16 @@ def test_every_kernel_compiles_for_sm_80_too():
     assert ".target sm_80" in ptx and ".local" not in ptx
     assert count(r"\.entry ", ptx) == 6 + len(DTYPES)
     assert "mma.sync.aligned.m16n8k16" in ptx
+
+
+def test_a_tensor_read_and_written_orders_the_blocks_accesses():
+    text = """\
+kernel shift(x: tensor<f32>[N], y: tensor<f32>[N]) {
+    x[1 :+ 255] = x[0 :+ 255] * 2.0 + y[0 :+ 255]
+}
+"""
+    source = generate_text(text, "shift").source
+    body = source[source.index("#line 2") :]
+    # one barrier before the load of x and one before its store; none for y
+    assert body.count("__syncthreads();") == 2
+    assert "__syncthreads" not in generate_text(SAXPY, "saxpy", BLOCK=256).source

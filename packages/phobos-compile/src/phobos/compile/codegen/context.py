@@ -26,11 +26,13 @@ class EmitContext:
         kernel_vec: int,
         index_width: int,
         access: dict[str, TensorAccess],
+        read_and_written: frozenset[str] = frozenset(),
     ) -> None:
         self.threads = threads
         self.kernel_vec = kernel_vec
         self.index_width = index_width
         self.access = access
+        self.read_and_written = read_and_written
         self.facts = Facts()
         self.lines: list[str] = []
         self.scratch_bytes = 0

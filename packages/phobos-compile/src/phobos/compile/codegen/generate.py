@@ -57,7 +57,7 @@ def generate(kernel: ir.Kernel, spec: Specialization, arch: str) -> GeneratedKer
     kernel_vec = kernel_vector_lanes(moved)
     threads = _threads(kernel, [_groups(s, kernel_vec) for s in shapes])
     signature = build_signature(kernel, spec, written)
-    ctx = EmitContext(threads, kernel_vec, spec.index_width, signature.access)
+    ctx = EmitContext(threads, kernel_vec, spec.index_width, signature.access, read & written)
     for n in nodes:
         if isinstance(n, ir.Assign) and isinstance(n.value, ir.Dot):
             ctx.prefer_layout(n.var.name, result_layout(ctx, n.value))

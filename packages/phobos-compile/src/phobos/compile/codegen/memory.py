@@ -39,6 +39,17 @@ class AxisIndex:
     start_multiple: int = 1  # the start is provably a multiple of this
 
 
+def _order(ctx: EmitContext, access: TensorAccess) -> None:
+    """A tensor the kernel both reads and writes: order the block's accesses to it.
+
+    The kernel body runs once per block, so a read must see the block's earlier
+    writes and a write must not overtake the block's earlier reads, though other
+    threads make them.  A barrier before each access gives that order.
+    """
+    if access.tensor.name in ctx.read_and_written:
+        ctx.line("__syncthreads();")
+
+
 def _unsigned(index_width: int) -> str:
     return f"phobos::u{index_width}"
 
@@ -123,6 +134,7 @@ def load_tile(
     partial: bool,
 ) -> TileValue:
     """Materialise a window of the tensor into registers; lanes outside it are absent."""
+    _order(ctx, access)
     name = ctx.fresh()
     declare_tile(ctx, ctype(dtype), name, layout, partial)
     lane_axis = _lane_axis(indices)
@@ -160,6 +172,7 @@ def store_tile(
     ctx: EmitContext, access: TensorAccess, indices: list[AxisIndex], value: TileValue
 ) -> None:
     """Write the present lanes of ``value`` that fall inside the tensor."""
+    _order(ctx, access)
     layout = value.layout
     lane_axis = _lane_axis(indices)
     word = _vector_bytes(ctx, access, lane_axis, layout.vec)
@@ -195,6 +208,7 @@ def _point_access(ctx: EmitContext, access: TensorAccess, indices: list[str]) ->
 
 def load_scalar(ctx: EmitContext, access: TensorAccess, indices: list[str], dtype: str) -> str:
     """One element, read by every thread; an index outside the tensor reads as zero."""
+    _order(ctx, access)
     inside, element = _point_access(ctx, access, indices)
     name = ctx.fresh("s")
     ctx.line(f"const {ctype(dtype)} {name} = ({inside}) ? {element} : {ctype(dtype)}();")
@@ -203,6 +217,7 @@ def load_scalar(ctx: EmitContext, access: TensorAccess, indices: list[str], dtyp
 
 def store_scalar(ctx: EmitContext, access: TensorAccess, indices: list[str], value: str) -> None:
     """One element, written once per block (by thread 0); skipped outside the tensor."""
+    _order(ctx, access)
     inside, element = _point_access(ctx, access, indices)
     with ctx.block(f"if (tid == 0 && {inside})"):
         ctx.line(f"{element} = {value};")
