@@ -4,8 +4,9 @@ Phobos groups like C: comparisons bind tighter than ``&``, ``^`` and ``|``, and
 ``!`` binds like ``-``.  Python is the reverse on both counts (``a & b == c`` is
 ``a & (b == c)``; ``not a == b`` is ``not (a == b)``), so every operand is
 parenthesised where Python's precedence would group it differently from the
-tree.  The operand of ``not`` is parenthesised whenever it is an operation, for
-the reader's sake.
+tree.  For the reader's sake (and ruff's B002 and RUF021), the operand of
+``not`` is parenthesised whenever it is an operation, ``-(-a)`` is not written
+``--a``, and an ``and`` inside an ``or`` is parenthesised.
 """
 
 from __future__ import annotations
@@ -132,16 +133,19 @@ class ExpressionWriter:
     def unary(self, expr: ast.Unary) -> cst.BaseExpression:
         if expr.op == "!":
             parens = isinstance(expr.operand, ast.Binary)
-        else:
-            parens = level(expr.operand) < _UNARY
+        else:  # -(-a), not --a, which reads as a decrement
+            parens = level(expr.operand) < _UNARY or isinstance(expr.operand, ast.Unary)
         return cst.UnaryOperation(_UNARY_OPS[expr.op](), self.operand(expr.operand, parens))
 
     def binary(self, expr: ast.Binary) -> cst.BaseExpression:
         mine = _LEVEL[expr.op]
         left_level, right_level = level(expr.left), level(expr.right)
         chained = mine == _COMPARE and left_level == _COMPARE
-        left = self.operand(expr.left, left_level < mine or chained)
-        right = self.operand(expr.right, right_level <= mine)
+        mixed = expr.op == "||"  # (a and b) or c: Python groups so, and says it is clearer
+        left = self.operand(
+            expr.left, left_level < mine or chained or (mixed and left_level == _AND)
+        )
+        right = self.operand(expr.right, right_level <= mine or (mixed and right_level == _AND))
         if expr.op in ("&&", "||"):
             op = cst.And() if expr.op == "&&" else cst.Or()
             return cst.BooleanOperation(left, op, right)

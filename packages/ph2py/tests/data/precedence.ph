@@ -21,6 +21,6 @@ kernel precedence(t: tensor<i32>[N], out: tensor<bool>[N], x: tensor<f32>[N]) {
     let i = (a << b) + c
     let j = a % b * c + a * (b % c)
     let k = -(-a) - -b
-    let l = x[a + 1 :+ 2 * 4] + x[(a - b) :+ 4]
+    let w = x[a + 1 :+ 2 * 4] + x[(a - b) :+ 4]
     x[0] = x[0] / 2.0 + x[1] / x[2]
 }
