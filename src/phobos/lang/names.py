@@ -139,3 +139,27 @@ dot = _builtin("dot", "dot(a, b, acc)", "acc + a @ b on tensor cores; absent lan
 trans = _builtin("trans", "trans(t)", "The transpose of a 2-D tile.")
 fill = _builtin("fill", "fill(t, v)", "t with its absent lanes set to v.")
 arange = _builtin("arange", "arange(n)", "The 1-D tile 0, 1, ..., n-1 (n compile-time).")
+atomic_add = _builtin(
+    "atomic_add",
+    "atomic_add(t[a:+L], v)",
+    "Adds v into a window (or one element) of a tensor, each element atomically, so several "
+    "blocks may add into one element. A statement: it gives no value.",
+)
+atomic_max = _builtin(
+    "atomic_max",
+    "atomic_max(t[a:+L], v)",
+    "Each element of a window (or one element) of a tensor becomes the larger of itself and v, "
+    "atomically. A statement: it gives no value.",
+)
+atomic_xchg = _builtin(
+    "atomic_xchg",
+    "old: ph.let = atomic_xchg(t[i], v)",
+    "Sets one element of a tensor to v atomically and gives its old value (only as the whole "
+    "value of a let, var or assignment; as a statement the old value is dropped).",
+)
+atomic_cas = _builtin(
+    "atomic_cas",
+    "old: ph.let = atomic_cas(t[i], compare, v)",
+    "Compare and swap: sets one element of an integer tensor to v if it equals compare, "
+    "atomically, and gives its old value (the swap happened when old == compare).",
+)

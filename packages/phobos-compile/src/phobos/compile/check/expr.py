@@ -12,6 +12,7 @@ import math
 from abc import ABC, abstractmethod
 
 from phobos.compile.check import scope as names
+from phobos.compile.check.atomics import ATOMICS, value_error
 from phobos.compile.check.broadcast import broadcast_shapes, is_partial, shape_of, to_shape
 from phobos.compile.check.builtins import BUILTINS, lower_cast, lower_dot
 from phobos.compile.check.context import Context
@@ -297,12 +298,8 @@ class ExprLowerer(ABC):
             return lower_cast(self, expr, scope)
         if expr.func in BUILTINS:
             return BUILTINS[expr.func](self, expr, scope)
-        if expr.func == "atomic_add":
-            raise error(
-                expr.span,
-                "atomic_add is a statement and gives no value",
-                help="write it on its own line: `atomic_add(t[a :+ L], v)`",
-            )
+        if expr.func in ATOMICS:
+            raise value_error(expr)
         if expr.func in self.ctx.functions:
             result = self.inline_call(self.ctx.functions[expr.func], expr, scope)
             if result is None:
@@ -312,7 +309,7 @@ class ExprLowerer(ABC):
                     help="declare a result type (`-> f32`) and `return` a value",
                 )
             return result
-        known = [*BUILTINS, "atomic_add", *self.ctx.functions, *ast.SCALAR_TYPES]
+        known = [*BUILTINS, *ATOMICS, *self.ctx.functions, *ast.SCALAR_TYPES]
         close = difflib.get_close_matches(expr.func, known, n=1)
         raise error(
             expr.span,

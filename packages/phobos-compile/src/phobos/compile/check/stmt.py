@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from phobos.compile.check import scope as names
+from phobos.compile.check.atomics import gives_value, is_atomic_call, lower_atomic
 from phobos.compile.check.broadcast import broadcast_shapes, is_partial, shape_of, to_shape
 from phobos.compile.check.expr import ExprLowerer
 from phobos.compile.check.inline import inline_fn
@@ -14,7 +15,6 @@ from phobos.compile.ir import nodes as ir
 from phobos.compile.span import Span
 from phobos.compile.syntax import ast
 
-ATOMIC_DTYPES = ("i32", "u32", "i64", "u64", "f16", "bf16", "f32", "f64")
 CANNOT_ASSIGN = {
     names.TENSOR: "store into a window of it instead: `{name}[a :+ L] = ...`",
     names.SCALAR: "copy it into a var first: `var {name}_v = {name}`",
@@ -61,8 +61,15 @@ class StmtLowerer(ExprLowerer):
         self._bind(stmt.name, stmt.value, stmt.span, scope, mutable=True)
 
     def _bind(self, name: str, expr: ast.Expr, span: Span, scope: Scope, mutable: bool) -> None:
-        value = self.typed(expr, scope)
         kind = names.VAR if mutable else names.LET
+        if isinstance(expr, ast.Call) and is_atomic_call(expr) and gives_value(expr.func):
+            var = lower_atomic(
+                self, expr, scope, lambda t: self.ctx.new_variable(name, t, mutable, span)
+            )
+            assert var is not None
+            scope.declare(name, Binding(kind, var, span))
+            return
+        value = self.typed(expr, scope)
         var = self.ctx.new_variable(name, value.type, mutable, span)
         scope.declare(name, Binding(kind, var, span))
         self.ctx.emit(ir.Define(var, value, span))
@@ -94,10 +101,29 @@ class StmtLowerer(ExprLowerer):
             )
         var = found.value
         assert isinstance(var, ir.Variable)
+        if stmt.op is None and is_atomic_call(value_expr) and gives_value(value_expr.func):
+            self._assign_old_value(name, var, value_expr, scope)
+            return
         value = self._coerce(self.value(value_expr, scope), var.type, value_expr, f"'{name}'")
         if is_partial(value) and not is_partial_type(var.type):
             self.ctx.wants_partial.add(var.name)
         self.ctx.emit(ir.Assign(var, value, stmt.span))
+
+    def _assign_old_value(self, name: str, var: ir.Variable, call: ast.Call, scope: Scope) -> None:
+        """``x = atomic_cas(...)``: the atomic defines a new variable, then ``x`` takes its value."""
+
+        def old_value(type: ir.ScalarT) -> ir.Variable:
+            if type != var.type:
+                raise error(
+                    call.span,
+                    f"'{name}' is a {shown(var.type)}, but {call.func} gives a {type} old value",
+                    help=f"declare a new name for it: `let old = {describe(call)}`",
+                )
+            return self.ctx.new_variable("old", type, False, call.span)
+
+        old = lower_atomic(self, call, scope, old_value)
+        assert old is not None
+        self.ctx.emit(ir.Assign(var, ir.Read(old, old.type, call.span), call.span))
 
     def _coerce(self, got: Value, want: ir.IRType, expr: ast.Expr, what: str) -> ir.Expr:
         """``got`` as a value of ``want``'s type and shape; literals adapt, nothing else does."""
@@ -122,36 +148,13 @@ class StmtLowerer(ExprLowerer):
         return got
 
     def _store(self, target: ast.Subscript, value_expr: ast.Expr, stmt: ast.Assign, scope: Scope):
-        tensor, indices, value = self._window_update(target, value_expr, stmt.span, scope)
+        tensor, indices, value = self.window_update(target, value_expr, stmt.span, scope)
         self.ctx.emit(ir.Store(tensor, indices, value, stmt.span))
 
-    def _atomic_add(self, call: ast.Call, scope: Scope) -> None:
-        if len(call.args) != 2 or call.keywords:
-            raise error(
-                call.span,
-                "atomic_add takes a tensor access and a value",
-                help="write `atomic_add(t[a :+ L], v)`",
-            )
-        target, value_expr = call.args
-        if not isinstance(target, ast.Subscript):
-            raise error(
-                target.span,
-                "atomic_add adds into a tensor access",
-                help=f"index the tensor: `atomic_add(t[a :+ L], {describe(value_expr)})`",
-            )
-        tensor, indices, value = self._window_update(target, value_expr, call.span, scope)
-        if tensor.dtype not in ATOMIC_DTYPES:
-            raise error(
-                target.span,
-                f"atomic_add cannot add into {tensor.dtype}",
-                help=f"it adds into {', '.join(ATOMIC_DTYPES)} tensors",
-            )
-        self.ctx.emit(ir.AtomicAdd(tensor, indices, value, call.span))
-
-    def _window_update(
+    def window_update(
         self, target: ast.Subscript, value_expr: ast.Expr, span: Span, scope: Scope
     ) -> tuple[ir.TensorParam, tuple[ir.TensorIndex, ...], ir.Expr]:
-        """The tensor, indices and value of a store: the value broadcast to the window."""
+        """The tensor, indices and value of a store or atomic: the value broadcast to the window."""
         base = target.base
         found = scope.find(base.id) if isinstance(base, ast.Name) else None
         if found is None or found.kind != names.TENSOR:
@@ -165,19 +168,7 @@ class StmtLowerer(ExprLowerer):
         tensor = found.value
         assert isinstance(tensor, ir.TensorParam)
         indices, shape = self.tensor_indices(tensor, target, scope)
-        got = self.value(value_expr, scope)
-        if isinstance(got, Literal):
-            if not literal_fits(got, tensor.dtype):
-                raise error(
-                    value_expr.span, f"a {got.describe()} cannot be stored into {tensor.dtype}"
-                )
-            got = make_const(got, tensor.dtype, value_expr.span)
-        if got.type.dtype != tensor.dtype:
-            raise error(
-                value_expr.span,
-                f"'{tensor.name}' holds {tensor.dtype}, but the value is {got.type.dtype}",
-                help=f"convert it: `{tensor.dtype}({describe(value_expr)})`",
-            )
+        got = self.element_value(tensor, value_expr, scope)
         if shape:
             value_shape = shape_of(got)
             if value_shape is not None and broadcast_shapes([value_shape, shape], span) != shape:
@@ -195,12 +186,27 @@ class StmtLowerer(ExprLowerer):
             )
         return tensor, indices, got
 
+    def element_value(self, tensor: ir.TensorParam, expr: ast.Expr, scope: Scope) -> ir.Expr:
+        """``expr`` as a value of the tensor's element type (a literal adapts, nothing else)."""
+        got = self.value(expr, scope)
+        if isinstance(got, Literal):
+            if not literal_fits(got, tensor.dtype):
+                raise error(expr.span, f"a {got.describe()} cannot be stored into {tensor.dtype}")
+            got = make_const(got, tensor.dtype, expr.span)
+        if got.type.dtype != tensor.dtype:
+            raise error(
+                expr.span,
+                f"'{tensor.name}' holds {tensor.dtype}, but the value is {got.type.dtype}",
+                help=f"convert it: `{tensor.dtype}({describe(expr)})`",
+            )
+        return got
+
     # ------------------------------------------------------------------ control flow
 
     def _stmt_exprstmt(self, stmt: ast.ExprStmt, scope: Scope) -> None:
         call = stmt.value
-        if isinstance(call, ast.Call) and call.func == "atomic_add":
-            self._atomic_add(call, scope)
+        if isinstance(call, ast.Call) and is_atomic_call(call):
+            lower_atomic(self, call, scope, None)
             return
         if isinstance(call, ast.Call) and call.func in self.ctx.functions:
             self.inline_call(self.ctx.functions[call.func], call, scope)

@@ -56,10 +56,10 @@ def bind(kernel: ir.Kernel, grid: object, args: Sequence[object]) -> Launch:
 
 
 def written_tensors(body: Sequence[ir.Stmt]) -> set[str]:
-    """The names of the tensors some ``Store`` in ``body`` writes."""
+    """The names of the tensors some ``Store`` or atomic in ``body`` writes."""
     names: set[str] = set()
     for stmt in body:
-        if isinstance(stmt, ir.Store):
+        if isinstance(stmt, (ir.Store, ir.AtomicAdd, ir.AtomicMax, ir.AtomicXchg, ir.AtomicCas)):
             names.add(stmt.tensor.name)
         elif isinstance(stmt, (ir.For, ir.While)):
             names |= written_tensors(stmt.body)

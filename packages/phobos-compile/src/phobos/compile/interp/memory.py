@@ -9,13 +9,22 @@ neighbours into a result.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
-from phobos.compile.interp.dtypes import bf16_bits_to_f32, compute_dtype, f32_to_bf16_bits
+from phobos.compile.interp.dtypes import (
+    bf16_bits_to_f32,
+    compute_dtype,
+    f32_to_bf16_bits,
+    round_to_bf16,
+)
 from phobos.compile.interp.tiles import Tile, absent_tile
 from phobos.compile.ir import nodes as ir
+
+# How an atomic combines an element's old value with the new one.
+Combine = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 
 @dataclass(frozen=True)
@@ -109,6 +118,24 @@ class TensorMemory:
         else:
             np.copyto(target, values, where=valid)
 
+    def update_tile(self, window: Window, tile: Tile, combine: Combine) -> None:
+        """Each present in-bounds lane's element becomes ``combine(element, lane)``."""
+        if window.empty:
+            return
+        target = self._storage[window.in_tensor]
+        old = self._read(target)
+        new = self._rounded(combine(old, tile.values[window.in_tile]))
+        valid = window.valid_part(tile.valid)
+        target[...] = self._write(new if valid is None else np.where(valid, new, old))
+
+    def update_element(
+        self, index: tuple[int, ...], value: np.generic, combine: Combine
+    ) -> np.generic:
+        """The element becomes ``combine(element, value)``; returns its old value."""
+        old = self.read_element(index)
+        self.write_element(index, self._rounded(combine(old, value)))
+        return old
+
     def read_element(self, index: tuple[int, ...]) -> np.generic:
         """One element (the caller has checked that ``index`` is inside the tensor)."""
         return self._read(self._storage[index])
@@ -126,6 +153,12 @@ class TensorMemory:
         if isinstance(stored, np.ndarray):
             return stored.copy()
         return stored
+
+    def _rounded(self, values):
+        """Values of the element type (bf16: float32 rounded to the nearest bf16)."""
+        typed = np.asarray(values, dtype=self.dtype)
+        typed = round_to_bf16(typed) if self._bf16 else typed
+        return typed if typed.ndim else typed[()]
 
     def _write(self, values):
         return f32_to_bf16_bits(values) if self._bf16 else values

@@ -407,6 +407,56 @@ class AtomicAdd:
 
 
 @dataclass(frozen=True)
+class AtomicMax:
+    """``atomic_max(t[...], v)``: each element becomes the larger of itself and the value.
+
+    Like ``AtomicAdd``: a window or one element, absent lanes skipped.  The
+    larger is ``Binary`` "max"'s: NaN if either is NaN.
+    """
+
+    tensor: TensorParam
+    indices: tuple[TensorIndex, ...]
+    value: Expr
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class AtomicXchg:
+    """``atomic_xchg(t[i], v)``: one element (point indices only) set to ``value``, atomically.
+
+    ``result``, when given, is a new variable the statement defines as the old
+    value; nothing is written outside the tensor, where the old value reads 0.
+    """
+
+    tensor: TensorParam
+    indices: tuple[PointIndex, ...]
+    value: Expr
+    span: Span = _span()
+    result: Variable | None = None
+
+
+@dataclass(frozen=True)
+class AtomicCas:
+    """``atomic_cas(t[i], compare, value)``: one element set to ``value`` if it equals ``compare``.
+
+    Compare and swap, atomically, on one element (point indices only; integer
+    types).  ``result``, when given, is a new variable the statement defines as
+    the old value, so the swap happened exactly when it equals ``compare``.
+    """
+
+    tensor: TensorParam
+    indices: tuple[PointIndex, ...]
+    compare: Expr
+    value: Expr
+    span: Span = _span()
+    result: Variable | None = None
+
+
+# The atomic read-modify-write statements; several blocks may update one element.
+Atomic = Union[AtomicAdd, AtomicMax, AtomicXchg, AtomicCas]
+
+
+@dataclass(frozen=True)
 class For:
     """``var`` takes start, start+step, ... while below ``stop`` (step > 0, block-uniform)."""
 
@@ -440,7 +490,9 @@ class Return:
     span: Span = _span()
 
 
-Stmt = Union[Define, Assign, Store, AtomicAdd, For, If, While, Return]
+Stmt = Union[
+    Define, Assign, Store, AtomicAdd, AtomicMax, AtomicXchg, AtomicCas, For, If, While, Return
+]
 
 
 @dataclass(frozen=True)

@@ -86,6 +86,8 @@ def _block(stmts: tuple[ir.Stmt, ...], depth: int) -> list[str]:
         elif isinstance(stmt, ir.AtomicAdd):
             access = _access(stmt.tensor, stmt.indices)
             lines.append(f"{pad}atomic_add {access} += {format_expr(stmt.value)}")
+        elif isinstance(stmt, (ir.AtomicMax, ir.AtomicXchg, ir.AtomicCas)):
+            lines.append(pad + _swap(stmt))
         elif isinstance(stmt, ir.For):
             head = f"for %{stmt.var.name}: {stmt.var.type} in {format_expr(stmt.start)} .. "
             head += f"{format_expr(stmt.stop)} step {format_expr(stmt.step)} {{"
@@ -103,6 +105,18 @@ def _block(stmts: tuple[ir.Stmt, ...], depth: int) -> list[str]:
         else:
             raise TypeError(f"not an IR statement: {stmt!r}")
     return lines
+
+
+def _swap(stmt: ir.AtomicMax | ir.AtomicXchg | ir.AtomicCas) -> str:
+    """``%old: i32 = atomic_cas lock[0], 0, 1``; the atomics other than add."""
+    name = {ir.AtomicMax: "atomic_max", ir.AtomicXchg: "atomic_xchg", ir.AtomicCas: "atomic_cas"}
+    operands = [stmt.compare, stmt.value] if isinstance(stmt, ir.AtomicCas) else [stmt.value]
+    text = f"{name[type(stmt)]} {_access(stmt.tensor, stmt.indices)}, "
+    text += ", ".join(format_expr(o) for o in operands)
+    result = None if isinstance(stmt, ir.AtomicMax) else stmt.result
+    if result is None:
+        return text
+    return f"{'var ' if result.mutable else ''}%{result.name}: {result.type} = {text}"
 
 
 def _param(param: ir.Param) -> str:
