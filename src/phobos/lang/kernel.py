@@ -109,9 +109,11 @@ class Kernel:
         key = tuple(sorted(values.items()))
         if key not in self._variants:
             from phobos.compile.check import lower
+            from phobos.compile.races.warn import warn_races
 
             with user_facing():
                 self._variants[key] = lower(self.program.module, self.name, values)
+            warn_races(self._variants[key])
         return self._variants[key]
 
     def __getitem__(self, grid: Grid) -> Launch:

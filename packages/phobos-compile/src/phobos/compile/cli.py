@@ -107,6 +107,7 @@ def _run(options: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
     from phobos.compile import pipeline
     from phobos.compile.check import lower
     from phobos.compile.ir import format_kernel
+    from phobos.compile.races import check_races
     from phobos.compile.syntax import format_module
 
     module = pipeline.parse_file(options.file)
@@ -124,8 +125,11 @@ def _run(options: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
     store = _open_cache() if options.cache else None
     for name in names:
         values = variants[name]
+        lowered = lower(module, name, values)
+        for warning in check_races(lowered):
+            print(warning.render(), file=sys.stderr)
         if options.emit == "ir":
-            _emit(format_kernel(lower(module, name, values)))
+            _emit(format_kernel(lowered))
             continue
         spec = pipeline.default_specialization(module, name, options.index_width)
         if options.emit == "cuda":

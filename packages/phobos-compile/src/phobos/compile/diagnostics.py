@@ -112,3 +112,7 @@ def error(
 
 def warning(span: Span, message: str, help: str | None = None) -> Diagnostic:
     return Diagnostic("warning", message, span, help)
+
+
+class PhobosWarning(UserWarning):
+    """A compiler warning about the user's program (``warnings.warn(rendered, PhobosWarning)``)."""
