@@ -1,0 +1,80 @@
+"""What runs on the GPU, tested without one: torch's array operations (on CPU tensors) and the
+order of the device timer's driver calls (with a fake driver)."""
+
+from __future__ import annotations
+
+import pytest
+
+from phobos.autotune import DeviceTimer, ops_for, tolerance_for
+
+
+def test_torch_operations_snapshot_poison_restore_and_compare():
+    torch = pytest.importorskip("torch")
+    out = torch.arange(6, dtype=torch.float32).reshape(2, 3)
+    ops = ops_for(out)
+    assert ops.dtype == "f32"
+    saved = ops.snapshot(out)
+    ops.poison(out)
+    assert torch.isnan(out).all()
+    ops.restore(out, saved)
+    assert torch.equal(out, saved)
+    wrong = saved.clone()
+    wrong[1, 2] += 10
+    found = ops.compare(wrong, saved, tolerance_for("f32"))
+    assert found.index == (1, 2) and found.bad == 1 and found.error == pytest.approx(10)
+    ints = torch.zeros(3, dtype=torch.int32)
+    ops_for(ints).poison(ints)
+    assert (ints == int.from_bytes(b"\xa5" * 4, "little", signed=True)).all()
+
+
+class FakeCuda:
+    def __init__(self) -> None:
+        self.calls: list[tuple] = []
+        self.next_event = 100
+
+    def l2_bytes(self) -> int:
+        return 50 << 20
+
+    def alloc(self, nbytes: int) -> int:
+        self.calls.append(("alloc", nbytes))
+        return 7
+
+    def free(self, pointer: int) -> None:
+        self.calls.append(("free", pointer))
+
+    def event(self) -> int:
+        self.next_event += 1
+        return self.next_event
+
+    def record(self, event: int, stream: int) -> None:
+        self.calls.append(("record", event, stream))
+
+    def memset(self, pointer: int, nbytes: int, stream: int) -> None:
+        self.calls.append(("flush", pointer, nbytes, stream))
+
+    def elapsed_ms(self, start: int, end: int) -> float:
+        return float(end - start)
+
+    def destroy(self, event: int) -> None:
+        self.calls.append(("destroy", event))
+
+    def synchronize(self, stream: int) -> None:
+        self.calls.append(("sync", stream))
+
+
+def test_device_timer_flushes_l2_before_each_repeat_and_queues_them_all(monkeypatch):
+    import phobos.autotune.cuda as cuda_module
+
+    fake = FakeCuda()
+    monkeypatch.setattr(cuda_module, "CudaTiming", lambda: fake)
+    timer = DeviceTimer(stream=5)
+    assert fake.calls == [("alloc", 100 << 20)]
+    log = fake.calls
+    times = timer.time(lambda: log.append(("run",)), lambda: log.append(("restore",)), 2)
+    assert times == [1.0, 1.0]
+    kinds = [c[0] for c in log[1:]]
+    assert kinds[:10] == ["restore", "flush", "record", "run", "record"] * 2
+    assert kinds[10] == "sync" and kinds.count("destroy") == 4
+    assert all(c[-1] == 5 for c in log if c[0] in ("flush", "record"))
+    timer.close()
+    assert log[-1] == ("free", 7)
