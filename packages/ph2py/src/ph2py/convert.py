@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast as python_ast
 from dataclasses import dataclass
 
 import libcst as cst
@@ -58,16 +59,20 @@ def _check_unique_names(module: ast.Module) -> None:
 
 
 def _parse_python(text: str, file: str) -> cst.Module:
+    """The existing .py as a libcst tree; Python's own message where it is not Python."""
     try:
+        python_ast.parse(text, file)
         return cst.parse_module(text)
+    except SyntaxError as exc:
+        line, col, message = exc.lineno or 1, exc.offset or 1, exc.msg
     except cst.ParserSyntaxError as exc:
-        register_source(file, text)
-        line, col = exc.raw_line, exc.raw_column + 1
-        raise error(
-            Span(file, line, col, line, col + 1),
-            f"cannot convert into {file}: it is not valid Python ({exc.message})",
-            help="fix the Python file, or write the conversion elsewhere with -o",
-        ) from None
+        line, col, message = exc.raw_line, exc.raw_column + 1, exc.message
+    register_source(file, text)
+    raise error(
+        Span(file, line, col, line, col + 1),
+        f"cannot convert into {file}: it is not valid Python ({message})",
+        help="fix the Python file, or write the conversion elsewhere with -o",
+    )
 
 
 def _dropped_footer(module: ast.Module, text: str, ph_file: str, py_file: str) -> Diagnostic:
