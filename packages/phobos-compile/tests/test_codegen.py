@@ -131,7 +131,7 @@ def test_aligned_saxpy_moves_16_byte_vectors_with_several_in_flight():
 
 def test_window_start_multiple_of_the_vector_needs_no_alignment_test():
     source = generate_text(SAXPY, "saxpy", BLOCK=1024).source
-    assert "load_group<16, false>" in source and "store_group<16, false>" in source
+    assert "load_group<16, false>" in source and "store_group<4, 16, false>" in source
     odd = SAXPY.replace("ctx.block.x * BLOCK", "ctx.block.x * BLOCK + 1")
     assert "load_group<16, true>" in generate_text(odd, "saxpy", BLOCK=1024).source
 
@@ -384,6 +384,9 @@ def test_dot_runs_on_the_tensor_cores_and_keeps_the_accumulator_in_registers(dty
         == per_thread
     )
     assert count(r"ld\.global\.v4", ptx) > 0
+    # the accumulator fragments are stored as they are: pairs of columns, 8-byte vectors
+    assert "staged" not in source[source.index('#line 9 "kernel.ph"') :]
+    assert count(r"st\.global\.v2\.f32", ptx) > 0
 
 
 def test_dot_of_other_shapes_and_dtypes_uses_the_cuda_cores():
@@ -435,3 +438,16 @@ kernel shift(x: tensor<f32>[N], y: tensor<f32>[N]) {
     # one barrier before the load of x and one before its store; none for y
     assert body.count("__syncthreads();") == 2
     assert "__syncthreads" not in generate_text(SAXPY, "saxpy", BLOCK=256).source
+
+
+def test_staging_beyond_48_kib_uses_dynamic_shared_memory():
+    text = """\
+kernel flip(x: tensor<f32>[N, N], y: tensor<f32>[N, N]) {
+    y[0 :+ 128, 0 :+ 128] = trans(x[0 :+ 128, 0 :+ 128])
+}
+"""
+    generated = generate_text(text, "flip")
+    assert generated.contract.dynamic_smem >= 128 * 128 * 4
+    assert generated.contract.static_smem == 0
+    assert "extern __shared__" in generated.source
+    compile_90(generated.source)

@@ -75,8 +75,8 @@ class EmitContext:
 
     @contextmanager
     def block(self, header: str) -> Iterator[None]:
-        """``header {`` ... ``}`` with the body indented."""
-        self.line(header + " {")
+        """``header {`` ... ``}`` with the body indented (a bare scope if no header)."""
+        self.line(f"{header} {{" if header else "{")
         self._indent += 1
         try:
             yield

@@ -33,6 +33,8 @@ from phobos.compile.ir import nodes as ir
 
 RUNTIME_HEADER = "phobos_tile.cuh"
 NUM_THREADS = "NUM_THREADS"
+# Static shared memory stops at 48 KiB; above it the buffer is dynamic (the launcher opts in).
+STATIC_SMEM_LIMIT = 48 * 1024
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,7 @@ def generate(kernel: ir.Kernel, spec: Specialization, arch: str) -> GeneratedKer
     emit_block(ctx, kernel.body)
 
     entry = f"phobos_{kernel.name}"
+    dynamic = ctx.scratch_bytes > STATIC_SMEM_LIMIT
     source = _assemble(kernel, entry, threads, spec, signature.declarations, ctx)
     contract = Contract(
         kernel=kernel.name,
@@ -71,8 +74,8 @@ def generate(kernel: ir.Kernel, spec: Specialization, arch: str) -> GeneratedKer
         arch=arch,
         index_width=spec.index_width,
         block=(threads, 1, 1),
-        dynamic_smem=0,
-        static_smem=ctx.scratch_bytes,
+        dynamic_smem=ctx.scratch_bytes if dynamic else 0,
+        static_smem=0 if dynamic else ctx.scratch_bytes,
         values=dict(kernel.values),
         params=tuple(p.name for p in kernel.params),
         tensors=tuple(
@@ -136,7 +139,9 @@ def _assemble(
         f"{entry}({', '.join(declarations)}) {{",
         "    const int tid = threadIdx.x;",
     ]
-    if ctx.scratch_bytes:
+    if ctx.scratch_bytes > STATIC_SMEM_LIMIT:
+        head.append(f"    extern __shared__ __align__(16) unsigned char {SCRATCH}[];")
+    elif ctx.scratch_bytes:
         head.append(f"    __shared__ __align__(16) unsigned char {SCRATCH}[{ctx.scratch_bytes}];")
     return "\n".join(head + ctx.lines + ["}", ""])
 

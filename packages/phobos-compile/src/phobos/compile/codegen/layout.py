@@ -64,6 +64,13 @@ class Layout:
     def groups_per_row(self) -> int:
         return self.shape[-1] // self.vec
 
+    replicated = False  # each element is held by exactly one slot
+
+    @property
+    def runs(self) -> tuple[tuple[int, int], ...]:
+        """(first lane, length) of each run of lanes contiguous along the last axis."""
+        return ((0, self.vec),)
+
     def coords(self, lane: str = "i") -> tuple[str, ...]:
         """Each axis's coordinate of lane ``lane`` of group ``g``, as C ``int`` expressions."""
         if len(self.shape) == 1:
@@ -131,6 +138,9 @@ class RowLayout:
     parent: Layout
     keep_axis: bool = False
 
+    replicated = True  # a row's value is held by every thread of the row
+    runs = ((0, 1),)
+
     @property
     def shape(self) -> tuple[int, ...]:
         rows = self.parent.shape[:-1]
@@ -184,6 +194,8 @@ class MmaLayout:
     threads: int
 
     vec = 4
+    replicated = False
+    runs = ((0, 2), (2, 2))  # two columns of row lane/4, then of row lane/4 + 8
 
     @property
     def numel(self) -> int:

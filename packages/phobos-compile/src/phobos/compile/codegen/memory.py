@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from phobos.compile.codegen.context import EmitContext
 from phobos.compile.codegen.dtypes import INDEX_CTYPE, byte_size, ctype
 from phobos.compile.codegen.lanes import declare_coords, declare_tile, group_loop, lane_loop
-from phobos.compile.codegen.layout import Layout
+from phobos.compile.codegen.layout import AnyLayout, Layout
 from phobos.compile.codegen.signature import TensorAccess
 from phobos.compile.codegen.values import TileValue
 
@@ -95,14 +95,14 @@ def _vector_bytes(ctx: EmitContext, access: TensorAccess, lane_axis: int, vec: i
 
 
 def _needs_alignment_test(
-    ctx: EmitContext, access: TensorAccess, indices: list[AxisIndex], layout: Layout, word: int
+    ctx: EmitContext, access: TensorAccess, indices: list[AxisIndex], lanes: int, word: int
 ) -> bool:
     if word == 0:
         return False
     if len(indices) > 1:  # a run-time row stride can move any row off the word
         return True
     size = byte_size(access.tensor.dtype, ctx.index_width)
-    return (math.gcd(indices[0].start_multiple, layout.vec) * size) % word != 0
+    return (math.gcd(indices[0].start_multiple, lanes) * size) % word != 0
 
 
 def _inside(
@@ -139,9 +139,8 @@ def load_tile(
     declare_tile(ctx, ctype(dtype), name, layout, partial)
     lane_axis = _lane_axis(indices)
     word = _vector_bytes(ctx, access, lane_axis, layout.vec)
-    test_alignment = (
-        "true" if _needs_alignment_test(ctx, access, indices, layout, word) else "false"
-    )
+    test = _needs_alignment_test(ctx, access, indices, layout.vec, word)
+    test_alignment = "true" if test else "false"
     with group_loop(ctx, layout):
         start = len(ctx.lines)
         group = _group_indices(indices, layout)
@@ -171,14 +170,14 @@ def load_tile(
 def store_tile(
     ctx: EmitContext, access: TensorAccess, indices: list[AxisIndex], value: TileValue
 ) -> None:
-    """Write the present lanes of ``value`` that fall inside the tensor."""
+    """Write the present lanes of ``value`` that fall inside the tensor.
+
+    Each run of lanes contiguous along the last axis (the whole group in the
+    default layout, pairs of columns in ``mma`` fragments) is one store group.
+    """
     _order(ctx, access)
     layout = value.layout
     lane_axis = _lane_axis(indices)
-    word = _vector_bytes(ctx, access, lane_axis, layout.vec)
-    test_alignment = (
-        "true" if _needs_alignment_test(ctx, access, indices, layout, word) else "false"
-    )
     c = ctype(value.dtype)
     with group_loop(ctx, layout):
         ctx.line(f"{c} lanes[{layout.vec}];")
@@ -186,17 +185,38 @@ def store_tile(
         with lane_loop(ctx, layout):
             ctx.line(f"lanes[i] = {value.lane};")
             ctx.line(f"present[i] = {value.mask or 'true'};")
-        start = len(ctx.lines)
-        group = _group_indices(indices, layout)
-        inside = _inside(ctx, access, group, lane_axis, layout, True)
-        pointer = f"{access.pointer} + ({_offset(access, group)})"
-        stride = access.stride(lane_axis)
-        args = f"{group[lane_axis]}, {access.extent(lane_axis)}, {inside}, lanes, present"
-        if stride == "1":
-            ctx.line(f"phobos::store_group<{word}, {test_alignment}>({pointer}, {args});")
-        else:
-            ctx.line(f"phobos::store_group_strided({pointer}, {stride}, {args});")
-        declare_coords(ctx, layout, start, "0")
+        if len(layout.runs) == 1:
+            _store_run(ctx, access, indices, layout, lane_axis, 0, layout.vec)
+            return
+        for first, length in layout.runs:
+            with ctx.block(""):  # a scope per run: each declares its own coordinates
+                _store_run(ctx, access, indices, layout, lane_axis, first, length)
+
+
+def _store_run(
+    ctx: EmitContext,
+    access: TensorAccess,
+    indices: list[AxisIndex],
+    layout: AnyLayout,
+    lane_axis: int,
+    first: int,
+    length: int,
+) -> None:
+    word = _vector_bytes(ctx, access, lane_axis, length)
+    test = _needs_alignment_test(ctx, access, indices, length, word)
+    start = len(ctx.lines)
+    group = _group_indices(indices, layout)
+    inside = _inside(ctx, access, group, lane_axis, layout, True)
+    pointer = f"{access.pointer} + ({_offset(access, group)})"
+    stride = access.stride(lane_axis)
+    values = f"lanes + {first}, present + {first}" if first else "lanes, present"
+    args = f"{group[lane_axis]}, {access.extent(lane_axis)}, {inside}, {values}"
+    if stride == "1":
+        test_text = "true" if test else "false"
+        ctx.line(f"phobos::store_group<{length}, {word}, {test_text}>({pointer}, {args});")
+    else:
+        ctx.line(f"phobos::store_group_strided<{length}>({pointer}, {stride}, {args});")
+    declare_coords(ctx, layout, start, str(first))
 
 
 def _point_access(ctx: EmitContext, access: TensorAccess, indices: list[str]) -> tuple[str, str]:

@@ -99,7 +99,9 @@ def _store(ctx: EmitContext, stmt: ir.Store) -> None:
     indices = axis_indices(ctx, stmt.indices)
     value = emit(ctx, stmt.value)
     assert isinstance(value, TileValue), "the checker makes broadcasts to a window explicit"
-    memory.store_tile(ctx, access, indices, to_layout(ctx, value, ctx.layout(value.layout.shape)))
+    if value.layout.replicated:  # store each element once
+        value = to_layout(ctx, value, ctx.layout(value.layout.shape))
+    memory.store_tile(ctx, access, indices, value)
 
 
 def _for(ctx: EmitContext, stmt: ir.For) -> None:

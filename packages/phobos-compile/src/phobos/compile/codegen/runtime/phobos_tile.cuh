@@ -131,6 +131,22 @@ template <class T, int BYTES> struct vector_of { typedef typename vector_word<BY
 template <> struct vector_of<f32, 16> { typedef float4 type; };
 template <> struct vector_of<f32, 8> { typedef float2 type; };
 
+template <class I> struct unsigned_of;
+template <> struct unsigned_of<i32> { typedef u32 type; };
+template <> struct unsigned_of<i64> { typedef u64 type; };
+
+// 0 <= i < n (n >= 0), in one unsigned comparison.
+template <class I> PHOBOS_INLINE bool below(I i, I n) {
+    typedef typename unsigned_of<I>::type U;
+    return static_cast<U>(i) < static_cast<U>(n);
+}
+
+// Lanes col .. col + V - 1 all lie in [0, extent); `extent >= V` is loop-invariant.
+template <int V, class I> PHOBOS_INLINE bool whole_group(I col, I extent) {
+    typedef typename unsigned_of<I>::type U;
+    return extent >= V && static_cast<U>(col) <= static_cast<U>(extent - V);
+}
+
 template <int BYTES> PHOBOS_INLINE bool is_aligned(const void* p) {
     return (reinterpret_cast<unsigned long long>(p) & (BYTES - 1)) == 0;
 }
@@ -168,7 +184,7 @@ template <int BYTES, bool CHECK_ALIGN, class T, int V, class I>
 PHOBOS_INLINE void load_group(const T* p, I col, I extent, bool inside, T (&out)[V],
                               bool (&valid)[V]) {
     if constexpr (BYTES > 0) {
-        bool whole = inside && col >= 0 && col <= extent - V;
+        bool whole = inside && whole_group<V>(col, extent);
         if (CHECK_ALIGN) whole = whole && is_aligned<BYTES>(p);
         if (whole) {
             load_vectors<BYTES>(p, out);
@@ -179,7 +195,7 @@ PHOBOS_INLINE void load_group(const T* p, I col, I extent, bool inside, T (&out)
     }
 #pragma unroll
     for (int i = 0; i < V; ++i) {
-        valid[i] = inside && col + i >= 0 && col + i < extent;
+        valid[i] = inside && below<I>(col + i, extent);
         out[i] = valid[i] ? p[i] : T();
     }
 }
@@ -190,7 +206,7 @@ PHOBOS_INLINE void load_group_strided(const T* p, I stride, I col, I extent, boo
                                       T (&out)[V], bool (&valid)[V]) {
 #pragma unroll
     for (int i = 0; i < V; ++i) {
-        valid[i] = inside && col + i >= 0 && col + i < extent;
+        valid[i] = inside && below<I>(col + i, extent);
         out[i] = valid[i] ? p[static_cast<long long>(i) * stride] : T();
     }
 }
@@ -214,32 +230,32 @@ PHOBOS_INLINE void load_group_strided_unchecked(const T* p, I stride, T (&out)[V
     for (int i = 0; i < V; ++i) out[i] = p[static_cast<long long>(i) * stride];
 }
 
-// Store lanes whose `present` flag is set and that fall inside the tensor.
-template <int BYTES, bool CHECK_ALIGN, class T, int V, class I>
-PHOBOS_INLINE void store_group(T* p, I col, I extent, bool inside, const T (&in)[V],
-                               const bool (&present)[V]) {
+// Store the V lanes at `in` whose `present` flag is set and that fall inside the tensor.
+template <int V, int BYTES, bool CHECK_ALIGN, class T, class I>
+PHOBOS_INLINE void store_group(T* p, I col, I extent, bool inside, const T* in,
+                               const bool* present) {
     if constexpr (BYTES > 0) {
-        bool whole = inside && col >= 0 && col <= extent - V;
+        bool whole = inside && whole_group<V>(col, extent);
 #pragma unroll
         for (int i = 0; i < V; ++i) whole = whole && present[i];
         if (CHECK_ALIGN) whole = whole && is_aligned<BYTES>(p);
         if (whole) {
-            store_vectors<BYTES>(p, in);
+            store_vectors<BYTES, T, V>(p, *reinterpret_cast<const T(*)[V]>(in));
             return;
         }
     }
 #pragma unroll
     for (int i = 0; i < V; ++i) {
-        if (present[i] && inside && col + i >= 0 && col + i < extent) p[i] = in[i];
+        if (present[i] && inside && below<I>(col + i, extent)) p[i] = in[i];
     }
 }
 
-template <class T, int V, class I>
+template <int V, class T, class I>
 PHOBOS_INLINE void store_group_strided(T* p, I stride, I col, I extent, bool inside,
-                                       const T (&in)[V], const bool (&present)[V]) {
+                                       const T* in, const bool* present) {
 #pragma unroll
     for (int i = 0; i < V; ++i) {
-        if (present[i] && inside && col + i >= 0 && col + i < extent) {
+        if (present[i] && inside && below<I>(col + i, extent)) {
             p[static_cast<long long>(i) * stride] = in[i];
         }
     }
