@@ -166,3 +166,18 @@ def test_the_report_prints_a_table_marking_the_choice(fake):
     starred = [line for line in lines if line.startswith("* ")]
     assert len(starred) == 1 and starred[0].split()[1] == "32"
     assert any("wrong" in line and "largest error" in line for line in lines)
+
+
+def test_a_variant_that_faults_while_being_timed_is_not_chosen(fake):
+    calls = []
+
+    def flaky(x, out):
+        calls.append(1)
+        if len(calls) > 1:
+            raise RuntimeError("unspecified launch failure")
+        out[:] = 2 * x
+
+    report = search(fake.scale_problem({16: flaky, 32: fake.slow}, reference=twice), fake.FAST)
+    assert statuses(report) == {16: FAULTED, 32: PASSED}
+    assert report.choice == {"B": 32}
+    assert "unspecified launch failure" in report.variants[0].detail

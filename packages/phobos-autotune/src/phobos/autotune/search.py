@@ -204,17 +204,27 @@ def _time(
     share = options.budget_s / len(passing)
     timer = problem.timer
     for index in passing:
-        run = candidates[index].run
-        for _ in range(options.warmup):
-            state.restore_in_place()
-            run()
-        started = time.perf_counter()
-        first = timer.time(run, state.restore_in_place, 1)
-        each = max(time.perf_counter() - started, 1e-9)
-        repeats = max(options.min_repeats, min(options.max_repeats, int(share / each)))
-        times = first + timer.time(run, state.restore_in_place, repeats - 1)
-        results[index].time_ms = median(times)
+        try:
+            results[index].time_ms = _median_time(
+                candidates[index].run, state, timer, share, options
+            )
+        except Exception as exc:  # a fault while timing rejects the variant like one while checking
+            _set(results[index], FAULTED, _first_line(exc))
         progress.step(f"timed {_values(results[index].values)}")
+
+
+def _median_time(
+    run: Any, state: ArgumentState, timer: Any, share: float, options: Options
+) -> float:
+    """Warm up, time one repeat to learn its cost, then as many as ``share`` seconds allow."""
+    for _ in range(options.warmup):
+        state.restore_in_place()
+        run()
+    started = time.perf_counter()
+    first = timer.time(run, state.restore_in_place, 1)
+    each = max(time.perf_counter() - started, 1e-9)
+    repeats = max(options.min_repeats, min(options.max_repeats, int(share / each)))
+    return median(first + timer.time(run, state.restore_in_place, repeats - 1))
 
 
 def _report(
