@@ -205,3 +205,9 @@ def conversion_as_end_comments(text: str) -> str:
         else:
             out.append(line)
     return "\n".join(out) + "\n"
+
+
+def test_a_program_of_comments_only_keeps_them_after_the_imports() -> None:
+    python = convert("// nothing here yet\n// but notes\n")
+    assert python == HEADER + "\n# nothing here yet\n# but notes\n"
+    assert convert_source("// nothing here yet\n// but notes\n", "t.ph", python).python == python

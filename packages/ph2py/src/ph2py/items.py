@@ -142,7 +142,7 @@ class ModuleWriter:
             last = self.module.items[-1]
             blanks = 2 if not isinstance(last, ast.Const) else min(blanks, MAX_BLANK_AT_TOP)
         else:
-            blanks = 0
+            blanks = 1
         return tuple(blank_lines(blanks) + gap_lines(lines, MAX_BLANK_AT_TOP))
 
     # ------------------------------------------------------------------ items

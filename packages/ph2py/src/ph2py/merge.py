@@ -43,8 +43,9 @@ def merge(
     """``existing`` with its Phobos definitions replaced by ``definitions`` (name, statement).
 
     Returns the module and whether ``footer`` (the .ph closing comments) was
-    written: it is only where the last statement is a definition, since the
-    front end reads comments after host code as that code's own.
+    written: it is only where the last statement is a definition (or, for a
+    program without definitions, an import), since the front end reads comments
+    after host code as that code's own.
     """
     body = _with_imports(list(existing.body))
     prefixes = _lang_prefixes(body)
@@ -62,9 +63,12 @@ def merge(
         first = next(i for i, name in enumerate(owned) if name is not None)
         merged = [stmt for i, stmt in enumerate(body) if owned[i] is None]
         merged[first:first] = [stmt for _, stmt in definitions]
-    ends_with_definition = bool(definitions) and merged[-1] is definitions[-1][1]
+    if definitions:
+        owns_the_end = merged[-1] is definitions[-1][1]
+    else:  # a program of comments only: they end a file of imports
+        owns_the_end = _after_imports(merged) == len(merged)
     module = existing.with_changes(body=merged)
-    if ends_with_definition:
+    if owns_the_end:
         return module.with_changes(footer=list(footer)), True
     return module, not footer
 
