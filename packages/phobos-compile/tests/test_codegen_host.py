@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -150,7 +149,7 @@ struct __nv_bfloat16 {
 
 
 def _launcher(generated: GeneratedKernel, grid: tuple[int, int, int], args: list) -> str:
-    """A ``main`` that loads the tensors, runs every block and writes the tensors back."""
+    """A function that loads the tensors, runs every block and writes the tensors back."""
     contract = generated.contract
     params = dict(zip(contract.params, args))
     names = [t.name for t in contract.tensors]
@@ -175,10 +174,10 @@ def _launcher(generated: GeneratedKernel, grid: tuple[int, int, int], args: list
             call.append(f"({ctype(slot.type)})({value!r})")
     threads, (gx, gy, gz) = contract.block[0], grid
     return f"""
-int main(int, char** argv) {{
+void run_{generated.entry}(const std::string& prefix) {{
     std::vector<std::vector<unsigned char>> data({len(names)});
     for (int k = 0; k < {len(names)}; ++k) {{
-        std::ifstream in(std::string(argv[1]) + std::to_string(k), std::ios::binary);
+        std::ifstream in(prefix + std::to_string(k), std::ios::binary);
         data[k].assign(std::istreambuf_iterator<char>(in), {{}});
     }}
     gridDim = {{{gx}, {gy}, {gz}}};
@@ -198,30 +197,39 @@ int main(int, char** argv) {{
     }});
     for (auto& t : threads) t.join();
     for (int k = 0; k < {len(names)}; ++k) {{
-        std::ofstream out(std::string(argv[1]) + std::to_string(k), std::ios::binary);
+        std::ofstream out(prefix + std::to_string(k), std::ios::binary);
         out.write((const char*)data[k].data(), data[k].size());
     }}
 }}
 """
 
 
-def run_on_host(generated: GeneratedKernel, grid: tuple[int, ...], args: list, work: Path) -> None:
-    """Compile and run ``generated`` on the host; the written arrays in ``args`` are updated."""
+def run_on_host(launches: list[tuple[GeneratedKernel, tuple[int, ...], list]], work: Path) -> None:
+    """Compile the kernels into one host program and run each launch (kernel, grid, args).
+
+    The arrays among the args are updated with what the kernel wrote.
+    """
     (work / "include").mkdir(parents=True, exist_ok=True)
     (work / "include" / "emulation.h").write_text(EMULATION)
     (work / "include" / "cuda_fp16.h").write_text(FP16)
     (work / "include" / "cuda_bf16.h").write_text(BF16)
-    grid3 = (*grid, 1, 1)[:3]
-    program = '#include "emulation.h"\n' + generated.source + _launcher(generated, grid3, args)
-    (work / "kernel.cpp").write_text(program)
+    parts = ['#include "emulation.h"']
+    calls = []
+    for generated, grid, args in launches:
+        parts += [generated.source, _launcher(generated, (*grid, 1, 1)[:3], args)]
+        calls.append(f'    run_{generated.entry}(std::string(argv[1]) + "{generated.entry}_");')
+    parts.append("int main(int, char** argv) {\n" + "\n".join(calls) + "\n}\n")
+    (work / "kernels.cpp").write_text("\n".join(parts))
     command = ["g++", "-std=c++20", "-O0", "-pthread", f"-I{work / 'include'}", f"-I{RUNTIME_DIR}"]
-    subprocess.run([*command, "kernel.cpp", "-o", "kernel"], cwd=work, check=True)
-    tensors = [a for a in args if isinstance(a, np.ndarray)]
-    for k, array in enumerate(tensors):
-        array.tofile(work / f"tensor{k}")
-    subprocess.run([str(work / "kernel"), str(work / "tensor")], check=True)
-    for k, array in enumerate(tensors):
-        array[...] = np.fromfile(work / f"tensor{k}", dtype=array.dtype).reshape(array.shape)
+    subprocess.run([*command, "kernels.cpp", "-o", "kernels"], cwd=work, check=True)
+    for generated, _, args in launches:
+        for k, array in enumerate(a for a in args if isinstance(a, np.ndarray)):
+            array.tofile(work / f"{generated.entry}_{k}")
+    subprocess.run([str(work / "kernels"), f"{work}/"], check=True)
+    for generated, _, args in launches:
+        for k, array in enumerate(a for a in args if isinstance(a, np.ndarray)):
+            written = np.fromfile(work / f"{generated.entry}_{k}", dtype=array.dtype)
+            array[...] = written.reshape(array.shape)
 
 
 CASES = {
@@ -317,16 +325,16 @@ def _generate(text: str, name: str, values: dict[str, int]):
 
 def test_generated_code_computes_what_the_interpreter_does(tmp_path):
     rng = np.random.default_rng(7)
-    jobs = []
+    launches, checks = [], []
     for name, (text, values, make, grid) in CASES.items():
         kernel, generated = _generate(text, name, values)
         expected = make(rng)
         got = [a.copy() if isinstance(a, np.ndarray) else a for a in expected]
         run(kernel, grid, expected)
-        jobs.append((name, generated, grid, expected, got))
-    with ThreadPoolExecutor() as pool:
-        list(pool.map(lambda job: run_on_host(job[1], job[2], job[4], tmp_path / job[0]), jobs))
-    for name, _, _, expected, got in jobs:
+        launches.append((generated, grid, got))
+        checks.append((name, expected, got))
+    run_on_host(launches, tmp_path)
+    for name, expected, got in checks:
         for want, have in zip(expected, got):
             if isinstance(want, np.ndarray):
                 np.testing.assert_allclose(have, want, rtol=2e-3, atol=1e-6, err_msg=name)
