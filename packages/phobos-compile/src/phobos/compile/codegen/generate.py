@@ -6,7 +6,9 @@ through memory), the CTA size (the reserved value ``NUM_THREADS``, else enough
 threads that the largest tile gives each about four groups, from one warp to
 512) and the C parameters.  Then the body is emitted statement by statement
 and wrapped in the ``extern "C" __global__`` entry point, with the shared
-staging buffer sized to the largest conversion or reduction.
+staging buffer sized to the largest conversion, reduction or ``dot`` (static
+up to 48 KiB, dynamic beyond).  A variable that a loop assigns a ``dot``
+result is held in the accumulator layout from its definition on.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from phobos.compile.codegen.layout import (
 from phobos.compile.codegen.signature import build_signature
 from phobos.compile.codegen.specialization import Specialization
 from phobos.compile.codegen.statements import emit_block
-from phobos.compile.contract import Contract, ScalarSpec, TensorSpec
+from phobos.compile.contract import Contract, ScalarSpec, Slot, TensorSpec
 from phobos.compile.diagnostics import error
 from phobos.compile.ir import nodes as ir
 
@@ -66,16 +68,33 @@ def generate(kernel: ir.Kernel, spec: Specialization, arch: str) -> GeneratedKer
     emit_block(ctx, kernel.body)
 
     entry = f"phobos_{kernel.name}"
-    dynamic = ctx.scratch_bytes > STATIC_SMEM_LIMIT
     source = _assemble(kernel, entry, threads, spec, signature.declarations, ctx)
-    contract = Contract(
+    contract = _contract(
+        kernel, spec, arch, entry, threads, ctx.scratch_bytes, read, written, signature.slots
+    )
+    return GeneratedKernel(source, entry, contract)
+
+
+def _contract(
+    kernel: ir.Kernel,
+    spec: Specialization,
+    arch: str,
+    entry: str,
+    threads: int,
+    scratch_bytes: int,
+    read: frozenset[str],
+    written: frozenset[str],
+    slots: tuple[Slot, ...],
+) -> Contract:
+    dynamic = scratch_bytes > STATIC_SMEM_LIMIT
+    return Contract(
         kernel=kernel.name,
         entry=entry,
         arch=arch,
         index_width=spec.index_width,
         block=(threads, 1, 1),
-        dynamic_smem=ctx.scratch_bytes if dynamic else 0,
-        static_smem=0 if dynamic else ctx.scratch_bytes,
+        dynamic_smem=scratch_bytes if dynamic else 0,
+        static_smem=0 if dynamic else scratch_bytes,
         values=dict(kernel.values),
         params=tuple(p.name for p in kernel.params),
         tensors=tuple(
@@ -93,10 +112,9 @@ def generate(kernel: ir.Kernel, spec: Specialization, arch: str) -> GeneratedKer
         scalars=tuple(
             ScalarSpec(p.name, p.dtype) for p in kernel.params if isinstance(p, ir.ScalarParam)
         ),
-        slots=signature.slots,
+        slots=slots,
         source_file=kernel.span.file,
     )
-    return GeneratedKernel(source, entry, contract)
 
 
 def _groups(shape: tuple[int, ...], kernel_vec: int) -> int:
