@@ -163,11 +163,8 @@ class ExpressionWriter:
         return is_integer(left, self.integers) and is_integer(right, self.integers)
 
     def call(self, expr: ast.Call) -> cst.Call:
-        if expr.func in self.functions:
-            func: cst.BaseExpression = python_name(expr.func, expr.span)
-        else:
-            python_name(expr.func, expr.span)
-            func = lang(expr.func)
+        name = python_name(expr.func, expr.span)
+        func = name if expr.func in self.functions else lang(expr.func)
         args = [cst.Arg(self.expr(a)) for a in expr.args]
         args += [
             cst.Arg(
