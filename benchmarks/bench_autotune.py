@@ -6,8 +6,8 @@ the matmul tutorial exists):
 * tuning wall time of the first launch: Phobos (compile every variant in parallel,
   check each against the reference, time those that pass) and Triton (compile and
   ``do_bench`` every config); for the first size both start with empty kernel caches
-  (``cold`` is true in that row only), then each is timed again with its compiled
-  kernels cached but no tuning result ("warm");
+  (``cold`` is true in that row only), then each tunes again with its compiled
+  kernels cached but no tuning result (``*_retune_s``, ``triton_again_s``);
 * the chosen variant's time against the fastest variant timed alone (each BLOCK
   fixed by keyword, timed with ``do_bench``): the ratio should be at most 1.05;
 * compiling the space on 1 thread against the tuner's thread pool (NVRTC and
@@ -130,13 +130,13 @@ def measure(n: int) -> dict:
     y = torch.randn(n, device="cuda")
     out = torch.full_like(x, float("nan"))
     row: dict = {"n": n, "cold": n == SIZES[0]}
-    row["phobos_cold_s"], tuned = phobos_tuning_s(x, y, out, retune=False)
+    row["phobos_first_launch_s"], tuned = phobos_tuning_s(x, y, out, retune=False)
     torch.testing.assert_close(out, x + y, rtol=0, atol=0)
-    row["phobos_warm_s"], _ = phobos_tuning_s(x, y, out, retune=True)
+    row["phobos_retune_s"], _ = phobos_tuning_s(x, y, out, retune=True)
     row["phobos_choice"] = tuned["choice"]["BLOCK"]
     row["phobos_report"] = tuned["table"]
-    row["triton_cold_s"], row["triton_choice"] = triton_tuning_s(x, y, out)
-    row["triton_warm_s"], _ = triton_tuning_s(x, y, out)
+    row["triton_first_launch_s"], row["triton_choice"] = triton_tuning_s(x, y, out)
+    row["triton_again_s"], _ = triton_tuning_s(x, y, out)
     alone = each_variant_alone_ms(x, y, out)
     best = min(alone, key=alone.__getitem__)
     row["alone_ms"] = {str(b): t for b, t in alone.items()}
@@ -159,9 +159,9 @@ def main() -> dict:
                 row = measure(n)
                 rows.append(row)
                 print(
-                    f"n={n:>10}  tuning: phobos {row['phobos_cold_s']:.2f} s cold, "
-                    f"{row['phobos_warm_s']:.2f} s warm; triton {row['triton_cold_s']:.2f} s cold, "
-                    f"{row['triton_warm_s']:.2f} s warm; chose BLOCK={row['phobos_choice']} "
+                    f"n={n:>10}  tuning (first launch / again): phobos "
+                    f"{row['phobos_first_launch_s']:.2f} / {row['phobos_retune_s']:.2f} s, triton "
+                    f"{row['triton_first_launch_s']:.2f} / {row['triton_again_s']:.2f} s; chose BLOCK={row['phobos_choice']} "
                     f"({row['chosen_over_fastest']:.3f}x the fastest alone, "
                     f"BLOCK={row['fastest_alone']})",
                     flush=True,
