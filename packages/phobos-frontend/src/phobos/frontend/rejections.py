@@ -36,7 +36,6 @@ REJECTED: dict[type[ast.AST], tuple[str, str]] = {
     ),
     ast.Try: ("try", "a kernel cannot raise or catch; remove the try statement"),
     ast.Raise: ("raise", "a kernel cannot raise; check inputs on the host before the launch"),
-    ast.Assert: ("assert", "a kernel cannot raise; check inputs on the host before the launch"),
     ast.With: ("a with statement", "remove it; a kernel has no context managers"),
     ast.AsyncWith: ("async with", "remove it; a kernel has no context managers"),
     ast.AsyncFor: ("async for", "write for k in range(a, b, step)"),

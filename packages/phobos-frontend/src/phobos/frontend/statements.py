@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 
 from phobos.compile.span import Span
 from phobos.compile.syntax import ast as ph
+from phobos.frontend.assertions import translate_assert
 from phobos.frontend.comments import CommentStream, Position
 from phobos.frontend.expressions import AUGMENTED_OPS, ExpressionTranslator
 from phobos.frontend.rejections import rejected
@@ -106,6 +107,8 @@ class StatementTranslator:
             return ph.Assign(self.target(node.target), exprs.expr(node.value), op=op)
         if isinstance(node, ast.Return):
             return ph.Return(None if node.value is None else exprs.expr(node.value))
+        if isinstance(node, ast.Assert):
+            return translate_assert(exprs, node)
         if isinstance(node, ast.Expr):
             if is_docstring(node):
                 raise self.source.reject(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from phobos.compile.check import scope as names
 from phobos.compile.check.atomics import gives_value, is_atomic_call, lower_atomic
 from phobos.compile.check.broadcast import broadcast_shapes, is_partial, shape_of, to_shape
+from phobos.compile.check.debugging import DEBUG_CALLS, DebugStatements
 from phobos.compile.check.expr import ExprLowerer
 from phobos.compile.check.inline import inline_fn
 from phobos.compile.check.messages import describe, shown, type_name
@@ -26,7 +27,7 @@ CANNOT_ASSIGN = {
 }
 
 
-class StmtLowerer(ExprLowerer):
+class StmtLowerer(DebugStatements, ExprLowerer):
     """Lowers a block of statements, emitting into the context's current statement list."""
 
     in_fn = False
@@ -205,6 +206,9 @@ class StmtLowerer(ExprLowerer):
 
     def _stmt_exprstmt(self, stmt: ast.ExprStmt, scope: Scope) -> None:
         call = stmt.value
+        if isinstance(call, ast.Call) and call.func in DEBUG_CALLS:
+            self.debug_statement(call, scope)
+            return
         if isinstance(call, ast.Call) and is_atomic_call(call):
             lower_atomic(self, call, scope, None)
             return

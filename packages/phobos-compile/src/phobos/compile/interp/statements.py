@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from phobos.compile.diagnostics import error
-from phobos.compile.interp import access, atomics
+from phobos.compile.interp import access, atomics, debugging
 from phobos.compile.interp.dtypes import compute_dtype
 from phobos.compile.interp.expressions import ExprCompiler
 from phobos.compile.interp.frame import Frame, Step
@@ -33,6 +33,10 @@ class StmtCompiler:
             return access.compile_store(node, self.expr, self.expr.launch, self.expr.tracker)
         if isinstance(node, (ir.AtomicAdd, ir.AtomicMax, ir.AtomicXchg, ir.AtomicCas)):
             return atomics.compile_atomic(node, self.expr, self.expr.launch, self.expr.tracker)
+        if isinstance(node, ir.Trace):
+            return debugging.compile_trace(node, self.expr)
+        if isinstance(node, ir.DeviceAssert):
+            return debugging.compile_assert(node, self.expr)
         if isinstance(node, ir.For):
             return self._for(node)
         if isinstance(node, ir.If):

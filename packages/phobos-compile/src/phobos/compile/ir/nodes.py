@@ -457,6 +457,33 @@ Atomic = Union[AtomicAdd, AtomicMax, AtomicXchg, AtomicCas]
 
 
 @dataclass(frozen=True)
+class Trace:
+    """``trace(a, b, when=c)``: print each value, with the user's file:line and the block.
+
+    ``names`` are the values' source text.  Only blocks where ``when`` (a
+    block-uniform bool) holds print; None means every block.  Absent lanes of a
+    tile print as ``_`` (the interpreter) or not at all (the GPU).
+    """
+
+    values: tuple[Expr, ...]
+    names: tuple[str, ...]
+    when: Expr | None = None
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class DeviceAssert:
+    """``assert(c, "message")``: stop the launch with an error where ``c`` is false.
+
+    ``cond`` is a bool scalar or tile; absent lanes of a tile are not checked.
+    """
+
+    cond: Expr
+    message: str
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
 class For:
     """``var`` takes start, start+step, ... while below ``stop`` (step > 0, block-uniform)."""
 
@@ -491,7 +518,19 @@ class Return:
 
 
 Stmt = Union[
-    Define, Assign, Store, AtomicAdd, AtomicMax, AtomicXchg, AtomicCas, For, If, While, Return
+    Define,
+    Assign,
+    Store,
+    AtomicAdd,
+    AtomicMax,
+    AtomicXchg,
+    AtomicCas,
+    Trace,
+    DeviceAssert,
+    For,
+    If,
+    While,
+    Return,
 ]
 
 

@@ -102,6 +102,11 @@ def _block(stmts: tuple[ir.Stmt, ...], depth: int) -> list[str]:
             lines.append(pad + "}")
         elif isinstance(stmt, ir.Return):
             lines.append(pad + "return")
+        elif isinstance(stmt, ir.Trace):
+            when = "" if stmt.when is None else f" when {format_expr(stmt.when)}"
+            lines.append(f"{pad}trace{when} {', '.join(format_expr(v) for v in stmt.values)}")
+        elif isinstance(stmt, ir.DeviceAssert):
+            lines.append(f"{pad}assert {format_expr(stmt.cond)}, {stmt.message!r}")
         else:
             raise TypeError(f"not an IR statement: {stmt!r}")
     return lines

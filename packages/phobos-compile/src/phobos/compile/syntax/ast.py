@@ -101,6 +101,14 @@ class BoolLit:
 
 
 @dataclass(frozen=True)
+class StrLit:
+    """``"text"``: a message, the only place a string stands (``assert(c, "message")``)."""
+
+    value: str
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
 class Ctx:
     """``ctx.block.x`` (``group`` is "block" or "grid"; ``axis`` is "x", "y" or "z")."""
 
@@ -200,7 +208,7 @@ class Subscript:
     span: Span = _span()
 
 
-Expr = Union[Name, IntLit, FloatLit, BoolLit, Ctx, Unary, Binary, Call, TileCtor, Subscript]
+Expr = Union[Name, IntLit, FloatLit, BoolLit, StrLit, Ctx, Unary, Binary, Call, TileCtor, Subscript]
 
 # Binding strength of the binary operators (higher binds tighter); all are left-associative.
 BINARY_PRECEDENCE = {

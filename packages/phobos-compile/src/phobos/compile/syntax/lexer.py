@@ -55,6 +55,7 @@ _TOKEN = re.compile(
         )
         (?P<suffix>\w+)?
     )
+  | (?P<string>"[^"\n]*")
   | (?P<name>[A-Za-z_]\w*)
   | (?P<punct>
         <<= | >>= | \.\. | :\+ | -> | && | \|\| | == | != | <= | >= | << | >>
@@ -125,6 +126,8 @@ def tokenize(text: str, file: str) -> tuple[list[Token], list[Comment]]:
             tokens.append(Token(word if word in KEYWORDS else "name", word, line, col))
         elif kind == "number":
             tokens.append(_number(m, line, col, file))
+        elif kind == "string":
+            tokens.append(Token("string", m.group(), line, col))
         else:
             tok = Token(m.group(), m.group(), line, col)
             if tok.kind in _OPENERS:
@@ -197,8 +200,10 @@ def _unexpected_character(text: str, pos: int, line: int, col: int, file: str) -
     span = Span(file, line, col, line, col + 1)
     if char == ";":
         return error(span, "unexpected `;`", help="a statement ends at the end of its line")
-    if char in "\"'":
-        return error(span, "Phobos has no strings", help="remove the quoted text")
+    if char == '"':
+        return error(span, "unclosed string", help='a string ends with `"` on its own line')
+    if char == "'":
+        return error(span, "Phobos strings are written in double quotes", help='write "text"')
     if char == "#":
         return error(span, "unexpected `#`", help="a comment starts with `//`")
     return error(

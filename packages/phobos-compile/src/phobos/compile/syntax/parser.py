@@ -528,6 +528,9 @@ class _Parser:
         if kind in ("true", "false"):
             self.advance()
             return ast.BoolLit(kind == "true", self.span_of(tok))
+        if kind == "string":
+            self.advance()
+            return ast.StrLit(tok.text[1:-1], self.span_of(tok))
         if kind == "(":
             self.advance()
             inner = self.expr()

@@ -328,6 +328,8 @@ class _Printer:
             self.write(f"ctx.{expr.group}.{expr.axis}")
         elif kind is ast.BoolLit:
             self.write("true" if expr.value else "false")
+        elif kind is ast.StrLit:
+            self.write(f'"{expr.value}"')
         elif kind is ast.TileCtor:
             self.write(expr.kind + "<")
             self.scalar_type(expr.dtype)
