@@ -2,9 +2,10 @@
 
 Emission is a single pass over the IR.  Statements and expressions append C++
 lines to ``lines`` at the current indentation; every temporary gets a fresh
-name; ``layout`` gives the (one) layout of each tile shape; ``scratch_bytes``
-grows to the largest shared-memory staging buffer any conversion or reduction
-needs, and becomes the kernel's static shared memory.
+name; ``layout`` gives the default layout of a tile shape (what loads produce),
+and each tile variable keeps the layout it was defined in; ``scratch_bytes``
+grows to the largest shared-memory staging buffer any conversion, reduction or
+``dot`` needs, and becomes the kernel's shared memory.
 """
 
 from __future__ import annotations
