@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import io
+import sys
+
+import pytest
+
 from phobos.autotune import NAMESPACE, Options, cached_report, tune
 from phobos.cache import Cache
 
@@ -41,3 +46,19 @@ def test_one_summary_line_when_stderr_is_not_a_terminal(fake, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1
     assert err[0].startswith("phobos autotune scale [") and "2 passed; chose B=" in err[0]
+
+
+def test_a_progress_bar_on_a_terminal(fake, monkeypatch):
+    pytest.importorskip("tqdm")
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    options = Options(**{**fake.FAST.__dict__, "progress": None})
+    tune(fake.scale_problem({16: twice, 32: twice}), options)
+    shown = terminal.getvalue()
+    assert "tuning scale" in shown and "\r" in shown
+    assert shown.rstrip().splitlines()[-1].startswith("phobos autotune scale [")
