@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from phobos.compile.diagnostics import PhobosError
 from phobos.compile.span import Span
@@ -293,6 +295,19 @@ def test_syntax_errors_point_at_the_exact_place(
         assert help in rendered
 
 
+EDITS = st.lists(
+    st.tuples(
+        st.floats(min_value=0.0, max_value=1.0, exclude_max=True),
+        st.sampled_from(["(", ")", "{", "}", "[", "]", ",", ":", ":+", "..", "=", "+", "-", "!",
+                         "\n", " ", "0x", "1e", "//", "let ", "else ", "kernel ", "ctx.", "@", ""]),
+    ),
+    min_size=1,
+    max_size=3,
+)  # fmt: skip
+
+
+@settings(max_examples=150, deadline=None)
+@given(EDITS)
 def test_edited_programs_parse_or_fail_with_a_located_error(edits: list[tuple[float, str]]) -> None:
     """A typo anywhere gives a tree that prints back to itself, or a located PhobosError."""
     text = (DATA / "grammar.ph").read_text()
