@@ -126,6 +126,7 @@ struct __half {
     __half() = default;
     __half(float f) : v((_Float16)f) {}
     operator float() const { return (float)v; }
+    __half operator-() const { return __half(-(float)v); }
 };
 """
 
@@ -143,7 +144,13 @@ struct __nv_bfloat16 {
         u += 0x7fff + ((u >> 16) & 1);
         bits = (uint16_t)(u >> 16);
     }
-    operator float() const { uint32_t u = (uint32_t)bits << 16; float f; std::memcpy(&f, &u, 4); return f; }
+    operator float() const {
+        uint32_t u = (uint32_t)bits << 16;
+        float f;
+        std::memcpy(&f, &u, 4);
+        return f;
+    }
+    __nv_bfloat16 operator-() const { return __nv_bfloat16(-float(*this)); }
 };
 """
 
