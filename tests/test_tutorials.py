@@ -11,7 +11,11 @@ from phobos.compile.pipeline import parse_file
 from phobos.compile.syntax import format_module
 
 ROOT = Path(__file__).resolve().parents[1]
-TUTORIALS = {"01_vector_add.py": "vector_add.ph"}
+TUTORIALS = {
+    "01_vector_add.py": "vector_add.ph",
+    "02_fused_softmax.py": "softmax.ph",
+    "05_layer_norm.py": "layer_norm.ph",
+}
 
 
 def load(script: str):
