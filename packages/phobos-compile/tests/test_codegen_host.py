@@ -240,6 +240,50 @@ def run_on_host(launches: list[tuple[GeneratedKernel, tuple[int, ...], list]], w
 
 
 CASES = {
+    "mixed": (
+        """\
+kernel mixed(x: tensor<u32>[N], y: tensor<i16>[N], b: tensor<bool>[N], h: tensor<f16>[N],
+             o: tensor<u32>[N], p: tensor<i16>[N], q: tensor<bool>[N], r: tensor<f16>[N]) {
+    let s = ctx.block.x * 64
+    o[s :+ 64] = abs(x[s :+ 64]) + maximum(x[s :+ 64], u32(3)) - x[s :+ 64] % u32(7)
+    p[s :+ 64] = abs(y[s :+ 64]) / i16(3) + minimum(y[s :+ 64], i16(-2)) + (y[s :+ 64] << i16(1))
+    q[s :+ 64] = !b[s :+ 64] || (h[s :+ 64] > 1.0f16)
+    r[s :+ 64] = where(b[s :+ 64], maximum(h[s :+ 64], 0.5f16), -h[s :+ 64] % 2.0f16)
+}
+""",
+        {},
+        lambda rng: [
+            rng.integers(0, 2**32, 300).astype(np.uint32),
+            rng.integers(-3000, 3000, 300).astype(np.int16),
+            rng.integers(0, 2, 300).astype(bool),
+            rng.standard_normal(300).astype(np.float16),
+            np.zeros(300, np.uint32),
+            np.zeros(300, np.int16),
+            np.zeros(300, bool),
+            np.zeros(300, np.float16),
+        ],
+        (5,),
+    ),
+    "bias": (
+        """\
+kernel bias(x: tensor<f32>[M, N], bias: tensor<f32>[N], out: tensor<f32>[N, M],
+            cols: tensor<f32>[N]) {
+    let m = ctx.block.y * 32
+    let n = ctx.block.x * 64
+    let t = x[m :+ 32, n :+ 64] + bias[n :+ 64][newaxis, :]
+    out[n :+ 64, m :+ 32] = trans(where(t > 0.0, t, 0.0))
+    cols[n :+ 64] = sum(t, axis=0) + f32(arange(64))
+}
+""",
+        {},
+        lambda rng: [
+            rng.standard_normal((37, 100)).astype(np.float32),
+            rng.standard_normal(100).astype(np.float32),
+            np.zeros((100, 37), np.float32),
+            np.zeros(100, np.float32),
+        ],
+        (2, 2),
+    ),
     "matmul": (
         """\
 @autotune(BM in [16, 128], BN in [16, 128], BK in [16, 64])
