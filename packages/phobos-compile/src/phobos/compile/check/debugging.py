@@ -42,9 +42,9 @@ class DebugStatements:
                     help="choose the blocks that print with `when=ctx.block.x == 0`",
                 )
             when = self.condition(keyword.value, scope, "trace(when=...)")
-        values = tuple(self.typed(arg, scope) for arg in call.args)
-        names = tuple(describe(arg) for arg in call.args)
-        self.ctx.emit(ir.Trace(values, names, when, call.span))
+        values = [self.typed(arg, scope) for arg in call.args]
+        for arg, value in zip(call.args, values):
+            self.ctx.emit(ir.Trace(value, describe(arg), when, call.span))
 
     def _assert(self, call: ast.Call, scope: Scope) -> None:
         if call.keywords or not 1 <= len(call.args) <= 2:

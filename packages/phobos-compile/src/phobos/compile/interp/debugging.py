@@ -46,16 +46,15 @@ def format_value(value: Value, prefix: str = "") -> str:
 
 
 def compile_trace(node: ir.Trace, compile_expr: Callable[[ir.Expr], Code]) -> Step:
-    values = [compile_expr(v) for v in node.values]
+    value = compile_expr(node.value)
     when = compile_expr(node.when) if node.when is not None else None
     where = f"{node.span.file}:{node.span.line}"
 
     def trace(frame: Frame) -> bool:
-        if when is not None and not when(frame):
-            return False
-        for name, value in zip(node.names, values):
-            head = f"{where}: {frame.where()}: {name} = "
-            print(head + format_value(value(frame), " " * len(head)), file=sys.stdout, flush=True)
+        if when is None or when(frame):
+            head = f"{where}: {frame.where()}: {node.name} = "
+            text = format_value(value(frame), " " * len(head))
+            print(head + text, file=sys.stdout, flush=True)
         return False
 
     return trace

@@ -458,15 +458,16 @@ Atomic = Union[AtomicAdd, AtomicMax, AtomicXchg, AtomicCas]
 
 @dataclass(frozen=True)
 class Trace:
-    """``trace(a, b, when=c)``: print each value, with the user's file:line and the block.
+    """``trace(v, when=c)``: print a value, with the user's file:line and the block.
 
-    ``names`` are the values' source text.  Only blocks where ``when`` (a
-    block-uniform bool) holds print; None means every block.  Absent lanes of a
-    tile print as ``_`` (the interpreter) or not at all (the GPU).
+    ``name`` is the value's source text (``trace(a, b)`` is one Trace per
+    value).  Only blocks where ``when`` (a block-uniform bool) holds print; None
+    means every block.  Absent lanes of a tile print as ``_`` (the interpreter)
+    or not at all (the GPU).
     """
 
-    values: tuple[Expr, ...]
-    names: tuple[str, ...]
+    value: Expr
+    name: str
     when: Expr | None = None
     span: Span = _span()
 

@@ -104,7 +104,7 @@ def _block(stmts: tuple[ir.Stmt, ...], depth: int) -> list[str]:
             lines.append(pad + "return")
         elif isinstance(stmt, ir.Trace):
             when = "" if stmt.when is None else f" when {format_expr(stmt.when)}"
-            lines.append(f"{pad}trace{when} {', '.join(format_expr(v) for v in stmt.values)}")
+            lines.append(f"{pad}trace{when} {format_expr(stmt.value)}")
         elif isinstance(stmt, ir.DeviceAssert):
             lines.append(f"{pad}assert {format_expr(stmt.cond)}, {stmt.message!r}")
         else:
