@@ -18,6 +18,8 @@ from phobos.compile.interp.frame import Code, Frame, Step, Value
 from phobos.compile.interp.tiles import Tile
 from phobos.compile.ir import nodes as ir
 
+LINE_WIDTH = 75  # numpy's default, counted after the trace's prefix
+
 
 class DeviceAssertError(PhobosError):
     """An ``assert(c, "message")`` in a kernel did not hold."""
@@ -37,12 +39,13 @@ def format_value(value: Value, prefix: str = "") -> str:
     """``value`` as a trace prints it; continuation lines of a tile line up after ``prefix``."""
     if not isinstance(value, Tile):
         return str(value)
+    width = len(prefix) + LINE_WIDTH
     if value.valid is None:
-        return np.array2string(value.values, prefix=prefix)
+        return np.array2string(value.values, width, prefix=prefix)
     lanes = np.empty(value.values.shape, dtype=object)
     for index, lane in np.ndenumerate(value.values):
         lanes[index] = _Lane(str(lane) if value.valid[index] else "_")
-    return np.array2string(lanes, prefix=prefix)
+    return np.array2string(lanes, width, prefix=prefix)
 
 
 def compile_trace(node: ir.Trace, compile_expr: Callable[[ir.Expr], Code]) -> Step:

@@ -1,0 +1,18 @@
+from __future__ import annotations
+
+import numpy as np
+
+import phobos.lang as ph
+
+
+@ph.kernel
+def root(x: ph.tensor[ph.f32][N], out: ph.tensor[ph.f32][N]):
+    base: ph.let = ph.ctx.block.x * 4
+    t: ph.let = x[base:+4]
+    assert t >= 0.0, "x must not be negative"
+    out[base:+4] = ph.sqrt(t)
+
+
+x = np.arange(10, dtype=np.float32)
+x[6] = -1.0
+root[(3,)](x, np.zeros(10, np.float32))

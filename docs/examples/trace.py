@@ -1,0 +1,17 @@
+from __future__ import annotations
+
+import numpy as np
+
+import phobos.lang as ph
+
+
+@ph.kernel
+def scale(x: ph.tensor[ph.f32][N], out: ph.tensor[ph.f32][N]):
+    base: ph.let = ph.ctx.block.x * 4
+    t: ph.let = x[base:+4] * 2.0
+    ph.trace(base, t, when=ph.ctx.block.x >= 1)
+    out[base:+4] = t
+
+
+x = np.arange(10, dtype=np.float32)
+scale[(3,)](x, np.zeros(10, np.float32))
