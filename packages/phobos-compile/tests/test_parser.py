@@ -216,12 +216,13 @@ def test_comments_become_trivia() -> None:
     let, ret = f.body.body
     assert (let.leading, let.trailing) == (("before a statement",), "after a statement")
     assert ret.leading == ("", "  indented text inside a comment")
-    assert f.body.end_comments == ("at the end of a block",)
-    assert f.trailing == "after a function"
+    # A comment after a closing brace ends that block's comments (Python has no brace to follow).
+    assert f.body.end_comments == ("at the end of a block", "after a function")
+    assert f.trailing is None
     assert k.leading == ("Before the autotune line.",)
     loop, if_, while_ = k.body.body
-    assert loop.trailing == "after a loop"
-    assert if_.trailing == "after the if"
+    assert (loop.trailing, loop.body.end_comments) == (None, ("after a loop",))
+    assert if_.orelse is not None and if_.orelse.end_comments == ("after the if",)
     assert while_.body.end_comments == ("only comments here",)
     assert module.end_comments == ("The file's last words.",)
 
@@ -234,8 +235,8 @@ def test_comments_inside_constructs_lead_their_holder() -> None:
     let, if_ = stmts
     assert (let.leading, let.trailing) == (("inside",), "after")
     assert if_.then.body[0].leading == ("on the brace line",)
-    assert if_.trailing == "after the chain"
-    assert if_.orelse is not None and if_.orelse.body[0].trailing is None
+    assert if_.trailing is None
+    assert if_.orelse is not None and if_.orelse.body[0].then.end_comments == ("after the chain",)
     module = parse("@autotune(B in [1, 2]) // tune\nkernel k(\n    a: f32,\n    // stray\n) {\n}\n")
     assert module.kernels[0].leading == ("tune", "stray")
 

@@ -165,9 +165,7 @@ class ModuleWriter:
         tune_comment: str | None = None,
         after_params: tuple[str, ...] = (),
     ) -> cst.FunctionDef:
-        body_writer = BodyWriter(exprs, self.layout)
-        body = body_writer.block(item.body, body_writer.closing(item))
-        self.warnings.extend(body_writer.warnings)
+        body = BodyWriter(exprs, self.layout).block(item.body)
         decorators = [cst.Decorator(lang("kernel" if isinstance(item, ast.Kernel) else "func"))]
         if isinstance(item, ast.Kernel) and item.autotune:
             decorators.append(

@@ -4,15 +4,13 @@ The comments go where the front end takes them back from: ``leading`` on lines
 above the statement, ``trailing`` at the end of its line, a block's end comments
 after its last statement (or above the ``pass`` of an empty block), and a
 comment that followed ``{`` on the Python header line (``for ...:  # note``).
-
-A comment after a closing ``}`` (``} // done``) has no Python home: Python has
-no line that ends a block.  It becomes the block's last comment, and a warning
-says so, since the front end reads it back as an end comment.
+A comment after a closing ``}`` (``} // done``) is already the block's last end
+comment in the parsed tree, since Python has no line that ends a block.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import libcst as cst
 
@@ -20,8 +18,6 @@ from ph2py.expressions import ExpressionWriter
 from ph2py.layout import SourceLayout, place_comments
 from ph2py.names import lang, python_name
 from ph2py.trivia import gap_lines, split_blanks, trailing
-from phobos.compile.diagnostics import Diagnostic, warning
-from phobos.compile.span import Span
 from phobos.compile.syntax import ast
 
 MAX_BLANK_IN_BODY = 1
@@ -41,16 +37,15 @@ _AUGMENTED = {
 
 @dataclass
 class BodyWriter:
-    """Writes the body of one kernel or function; collects warnings about moved comments."""
+    """Writes the body of one kernel or function."""
 
     exprs: ExpressionWriter
     layout: SourceLayout
-    warnings: list[Diagnostic] = field(default_factory=list)
 
     # ------------------------------------------------------------------ blocks
 
-    def block(self, block: ast.Block, closing: str | None = None) -> cst.IndentedBlock:
-        """An indented block; ``closing`` is a comment that stood after the block's ``}``."""
+    def block(self, block: ast.Block) -> cst.IndentedBlock:
+        """An indented block, its comments and blank lines."""
         header = self.layout.comment_after(block.span.line, block.span.col)
         first_comments = block.body[0].leading if block.body else block.end_comments
         if header is not None and (not first_comments or first_comments[0] != header):
@@ -69,9 +64,8 @@ class BodyWriter:
             body.append(self.statement(stmt, leading_lines))
             previous_end = stmt.span.end_line
         end_comments = block.end_comments[skip:] if not block.body else block.end_comments
-        closing_lines = (closing,) if closing is not None else ()
         gap = self.layout.gap_before(block.span.end_line, previous_end)
-        end_lines = gap_lines(place_comments(end_comments, gap) + closing_lines, MAX_BLANK_IN_BODY)
+        end_lines = gap_lines(place_comments(end_comments, gap), MAX_BLANK_IN_BODY)
         if not block.body:
             while end_lines and end_lines[0].comment is None:
                 end_lines.pop(0)
@@ -87,9 +81,9 @@ class BodyWriter:
         if isinstance(stmt, ast.For):
             return self.for_loop(stmt, leading_lines)
         if isinstance(stmt, ast.If):
-            return self.if_chain(stmt, self.closing(stmt)).with_changes(leading_lines=leading_lines)
+            return self.if_chain(stmt).with_changes(leading_lines=leading_lines)
         if isinstance(stmt, ast.While):
-            body = self.block(stmt.body, self.closing(stmt))
+            body = self.block(stmt.body)
             return cst.While(self.exprs.expr(stmt.cond), body, leading_lines=leading_lines)
         return cst.SimpleStatementLine(
             [self.simple(stmt)],
@@ -129,39 +123,22 @@ class BodyWriter:
         return cst.For(
             python_name(stmt.var, stmt.span),
             loop_range,
-            self.block(stmt.body, self.closing(stmt)),
+            self.block(stmt.body),
             leading_lines=leading_lines,
         )
 
-    def if_chain(self, stmt: ast.If, closing: str | None) -> cst.If:
-        """``if``/``elif``/``else``; ``closing`` goes to the last block of the chain."""
+    def if_chain(self, stmt: ast.If) -> cst.If:
+        """``if``/``elif``/``else``."""
         orelse = stmt.orelse
-        then = self.block(stmt.then, closing if orelse is None else None)
+        then = self.block(stmt.then)
         test = self.exprs.expr(stmt.cond)
         if orelse is None:
             return cst.If(test, then)
         if _is_else_if(orelse):
             nested = orelse.body[0]
             assert isinstance(nested, ast.If)
-            return cst.If(test, then, orelse=self.if_chain(nested, closing))
-        return cst.If(test, then, orelse=cst.Else(self.block(orelse, closing)))
-
-    def closing(self, stmt: ast.For | ast.If | ast.While | ast.Kernel | ast.Function) -> str | None:
-        """The comment after ``stmt``'s closing ``}``, with a warning that it moves inside."""
-        if stmt.trailing is None:
-            return None
-        line = stmt.span.end_line
-        found = self.layout.comments.get(line)
-        col = found.col if found is not None else stmt.span.end_col
-        self.warnings.append(
-            warning(
-                Span(stmt.span.file, line, col, line, col + 2),
-                "a comment after `}` has no place in Python; ph2py moved it to the end of "
-                "the block, where the front end reads it as the block's last comment",
-                help="move the comment above the `}` in the .ph file to keep it exactly",
-            )
-        )
-        return stmt.trailing
+            return cst.If(test, then, orelse=self.if_chain(nested))
+        return cst.If(test, then, orelse=cst.Else(self.block(orelse)))
 
 
 def _is_else_if(orelse: ast.Block) -> bool:

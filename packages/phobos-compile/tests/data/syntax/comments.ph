@@ -15,7 +15,8 @@ fn f(
     //   indented text inside a comment
     return x
     // at the end of a block
-} // after a function
+    // after a function
+}
 
 // Before the autotune line.
 @autotune(B in [16, 1024])
@@ -23,7 +24,8 @@ kernel k(t: tensor<f32>[N]) {
     for i in 0 .. N step B {
         // inside a loop
         t[i :+ B] = t[i :+ B] * 2.0
-    } // after a loop
+        // after a loop
+    }
     if C > 2 {
         // a comment that keeps an else-if as a nested block
         if C > 3 {
@@ -32,7 +34,8 @@ kernel k(t: tensor<f32>[N]) {
         // leading the nested if
         if C > 1 {
         }
-    } // after the if
+        // after the if
+    }
     while false {
         // only comments here
     }

@@ -7,8 +7,11 @@ so ``parse(print(tree)) == tree`` compares meaning and comments, not positions.
 Comments are kept as trivia so that the printer and ph2py can carry them over:
 ``leading`` comments stand on their own lines before a statement, parameter or
 item; ``trailing`` is a comment at the end of the node's last line.  A block's
-``end_comments`` stand before its closing brace; a module's ``end_comments``
-close the file.  Comment text excludes the ``//`` marker and its first space.
+``end_comments`` stand before its closing brace, and a comment after the closing
+brace (``} // done``) is the block's last end comment, since Python has no line
+that closes a block: a construct with a block (For, If, While, Function, Kernel)
+has no ``trailing`` comment in a parsed tree.  A module's ``end_comments`` close
+the file.  Comment text excludes the ``//`` marker and its first space.
 """
 
 from __future__ import annotations

@@ -366,7 +366,17 @@ class _Parser:
             elif not self.at("}"):
                 raise self.unexpected("the end of the line after a statement", _ONE_PER_LINE)
         end_comments = self.leading()
-        self.advance()
+        close = self.advance()
+        # `} // c` closes the block's comments: Python, which has no closing brace, keeps
+        # such a comment after the block's last line, and both spellings must agree.
+        if self.next_comment < len(self.comments):
+            comment = self.comments[self.next_comment]
+            if comment.line == close.line and (comment.line, comment.col) < (
+                self.tok.line,
+                self.tok.col,
+            ):
+                end_comments += (comment.text,)
+                self.next_comment += 1
         return ast.Block(tuple(body), end_comments, self.span_from(open_tok))
 
     def statement(self) -> ast.Stmt:
