@@ -23,8 +23,8 @@ SIZES = (1024, 2048, 4096, 8192, 12288, 15872)
 EPS = 1e-5
 # CTA sizes tried for the forward kernel (None: the code generator's choice).
 FORWARD_THREADS = (None, 256, 512, 1024)
-# Partial-sum rows of the backward, per streaming multiprocessor.
-GROUPS_PER_SM = (1, 2, 4)
+# Rows per block of the backward's first kernel (M / ROWS blocks, and partial-sum rows).
+BACKWARD_ROWS = (8, 16, 32, 64)
 
 
 def load_tutorial():
@@ -63,10 +63,9 @@ def measure(tutorial, triton_forward, triton_backward, n: int) -> dict:
     """Check then time every system's forward and backward on an [M, n] fp16 matrix."""
     x, w, b, dy = tutorial.gpu_inputs(M, n)
     expected = tutorial.torch_layer_norm(x.double(), w.double(), b.double(), dy.double(), EPS)
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
     row: dict = {"n": n}
 
-    out = tutorial.phobos_buffers(M, n, sms)
+    out = tutorial.phobos_buffers(M, n, BACKWARD_ROWS[0])
     best = (float("inf"), None)
     for threads in FORWARD_THREADS:
         launch = {} if threads is None else {"NUM_THREADS": threads}
@@ -84,28 +83,27 @@ def measure(tutorial, triton_forward, triton_backward, n: int) -> dict:
     row["phobos_forward_threads"] = best[1] or "auto"
 
     best = (float("inf"), 0)
-    for per_sm in GROUPS_PER_SM:
-        groups = per_sm * sms
+    for rows in BACKWARD_ROWS:
         # Fresh NaN-poisoned outputs; the forward pass gives the backward its mean and rstd.
-        out = tutorial.phobos_buffers(M, n, groups)
+        out = tutorial.phobos_buffers(M, n, rows)
         tutorial.forward(x, w, b, out["y"], out["mean"], out["rstd"], EPS)
         stats_and_outputs = [
             out[k] for k in ("mean", "rstd", "dx", "dw_partial", "db_partial", "dw", "db")
         ]
 
         def backward():
-            tutorial.backward(dy, x, w, *stats_and_outputs)  # noqa: B023
+            tutorial.backward(dy, x, w, *stats_and_outputs, rows=rows)  # noqa: B023
 
         backward()
         found = errors(tutorial, out, expected, ("dx", "dw", "db"))
-        require(f"phobos backward GROUPS={groups}", found)
+        require(f"phobos backward ROWS={rows}", found)
         ms = median_ms(backward)
-        row[f"phobos_backward_groups{groups}_gbps"] = backward_gbps(n, ms)
+        row[f"phobos_backward_rows{rows}_gbps"] = backward_gbps(n, ms)
         if ms < best[0]:
-            best = (ms, groups)
+            best = (ms, rows)
             row.update({f"phobos_{k}_error": v for k, v in found.items()})
     row["phobos_backward_gbps"] = backward_gbps(n, best[0])
-    row["phobos_backward_groups"] = best[1]
+    row["phobos_backward_rows"] = best[1]
 
     y, mean, rstd = triton_forward(x, w, b, EPS)
     dx, dw, db = triton_backward(dy, x, w, mean, rstd)

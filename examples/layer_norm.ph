@@ -13,15 +13,16 @@ kernel layer_norm_forward(x: tensor<f16>[M, N], w: tensor<f16>[N], b: tensor<f16
     y[row, 0 :+ BLOCK_N] = f16(scaled + f32(b[0 :+ BLOCK_N]))
 }
 
-// Backward, first kernel: block g takes rows g, g + GROUPS, ...; it writes their dx
+// Backward, first kernel: block g takes the ROWS rows from g * ROWS; it writes their dx
 // and its fp32 partial sums of dy * xhat and dy into row g of dw_partial and db_partial.
-@autotune(BLOCK_N in [16, 16384])
+@autotune(ROWS in {16, 1, 2, 4, 8, 32, 64}, BLOCK_N in [16, 16384])
 kernel layer_norm_backward_dx(dy: tensor<f16>[M, N], x: tensor<f16>[M, N], w: tensor<f16>[N], mean: tensor<f32>[M], rstd: tensor<f32>[M], dx: tensor<f16>[M, N], dw_partial: tensor<f32>[GROUPS, N], db_partial: tensor<f32>[GROUPS, N]) {
     let group = ctx.block.x
     let weight = f32(w[0 :+ BLOCK_N])
     var dw_sum = zeros<f32>[BLOCK_N]
     var db_sum = zeros<f32>[BLOCK_N]
-    for row in group .. M step GROUPS {
+    for i in 0 .. ROWS {
+        let row = group * ROWS + i
         let inv = rstd[row]
         let xhat = (f32(x[row, 0 :+ BLOCK_N]) - mean[row]) * inv
         let grad = f32(dy[row, 0 :+ BLOCK_N])

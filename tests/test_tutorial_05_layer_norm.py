@@ -51,26 +51,25 @@ def test_forward_matches_numpy(m, n, block_n):
 
 
 @pytest.mark.parametrize(
-    "m, n, block_n, groups, block_g, cols",
+    "m, n, block_n, rows, block_g, cols",
     [
-        (37, 100, 128, 5, 16, 32),
+        (37, 100, 128, 4, 16, 32),
         (37, 300, 512, 8, 32, 64),
-        (37, 300, 512, 1, 16, 128),
-        (37, 100, 128, 50, 16, 32),
+        (37, 300, 512, 64, 16, 128),
+        (37, 100, 128, 1, 16, 32),
     ],
 )
-def test_backward_matches_numpy(m, n, block_n, groups, block_g, cols):
+def test_backward_matches_numpy(m, n, block_n, rows, block_g, cols):
     data = inputs(m, n)
     expected = tutorial.reference(**data)
     stats = run_forward(data, block_n)
-    dx, dw_partial, db_partial = (
-        nan((m, n)),
-        nan((groups, n), np.float32),
-        nan((groups, n), np.float32),
-    )
+    groups = tutorial.groups(m, rows)
+    dx = nan((m, n))
+    dw_partial = nan((groups, n), np.float32)
+    db_partial = nan((groups, n), np.float32)
     tutorial.layer_norm_backward_dx[(groups,)](
         data["dy"], data["x"], data["w"], stats["mean"], stats["rstd"], dx, dw_partial, db_partial,
-        BLOCK_N=block_n, race_check=True,
+        ROWS=rows, BLOCK_N=block_n, race_check=True,
     )  # fmt: skip
     dw, db = nan(n), nan(n)
     tutorial.layer_norm_backward_dwdb[(-(-n // cols),)](
@@ -86,6 +85,17 @@ def test_backward_matches_numpy(m, n, block_n, groups, block_g, cols):
         assert not np.isnan(value).any()
 
 
+def test_backward_refuses_partial_buffers_of_the_wrong_size():
+    data = inputs(37, 100)
+    stats = run_forward(data, 128)
+    partial = nan((9, 100), np.float32)
+    with pytest.raises(ValueError, match="with 4 rows per block, the partial buffers need 10 rows"):
+        tutorial.backward(
+            data["dy"], data["x"], data["w"], stats["mean"], stats["rstd"], nan((37, 100)),
+            partial, partial, nan(100), nan(100), rows=4,
+        )  # fmt: skip
+
+
 def test_row_tile_covers_the_row_or_says_it_cannot():
     assert [tutorial.row_tile(n) for n in (1, 16, 17, 300, 15872)] == [16, 16, 32, 512, 16384]
     with pytest.raises(ValueError, match="do not fit one tile"):
@@ -93,4 +103,4 @@ def test_row_tile_covers_the_row_or_says_it_cannot():
 
 
 def test_the_tutorial_checks_itself_on_the_cpu():
-    tutorial.check_on_cpu(m=37, n=300, groups=7)
+    tutorial.check_on_cpu(m=37, n=300, rows=2)

@@ -23,19 +23,20 @@ into one of a few fp16 buffers under a spin lock; the lock makes it slow and
 the fp16 sums lose accuracy at M=4096.  Here the work is split in two kernels,
 with no atomics and no lock:
 
-1. ``layer_norm_backward_dx``: block ``g`` of ``GROUPS`` takes rows ``g``,
-   ``g + GROUPS``, ``g + 2 GROUPS``...: it writes their ``dx`` and adds their
-   ``dy * xhat`` and ``dy`` into two tiles in registers, in fp32, then writes
-   those partial sums as row ``g`` of two ``[GROUPS, N]`` fp32 buffers.  Each
-   block writes only its own rows, so blocks never race.
+1. ``layer_norm_backward_dx``: block ``g`` takes the ``ROWS`` rows from
+   ``g * ROWS``: it writes their ``dx`` and adds their ``dy * xhat`` and ``dy``
+   into two tiles in registers, in fp32, then writes those partial sums as row
+   ``g`` of two ``[GROUPS, N]`` fp32 buffers, ``GROUPS = ceil(M / ROWS)``.  Each
+   block writes only its own rows, so blocks never race (the static race check
+   proves it, since every index is ``ctx.block.x * ROWS`` plus less than ``ROWS``).
 2. ``layer_norm_backward_dwdb``: each block sums a band of columns of the
    partial buffers over the ``GROUPS`` rows, in fp32, and writes ``dw`` and ``db``.
 
-``GROUPS`` is an extent (the partial buffers' first axis), so the host picks it
-from the machine without compiling another variant.  ``fill(t, 0.0)`` gives the
-absent lanes of a tile the value 0 where they are added into an accumulator:
-without it, the absent columns past ``N`` would make the accumulator's lanes
-absent, and in the second kernel the absent rows past ``GROUPS`` would too.
+``fill(t, 0.0)`` gives the absent lanes of a tile the value 0 where they are
+added into an accumulator.  Without it, an absent lane would make the
+accumulator's lane absent and lose what it held: in the first kernel, the last
+block's rows past ``M`` are absent whole, and in the second, the rows past
+``GROUPS`` of the last chunk are.
 
 Run it: ``python docs/tutorials/05_layer_norm.py``.  It checks the kernels in
 the CPU interpreter against numpy; with a GPU and torch it also checks them
@@ -73,10 +74,10 @@ def layer_norm_forward(
     y[row, 0:+BLOCK_N] = ph.f16(scaled + ph.f32(b[0:+BLOCK_N]))
 
 
-# Backward, first kernel: block g takes rows g, g + GROUPS, ...; it writes their dx
+# Backward, first kernel: block g takes the ROWS rows from g * ROWS; it writes their dx
 # and its fp32 partial sums of dy * xhat and dy into row g of dw_partial and db_partial.
 @ph.kernel
-@ph.autotune(BLOCK_N=[16, 16384])
+@ph.autotune(ROWS={16, 1, 2, 4, 8, 32, 64}, BLOCK_N=[16, 16384])
 def layer_norm_backward_dx(
     dy: ph.tensor[ph.f16][M, N],
     x: ph.tensor[ph.f16][M, N],
@@ -91,7 +92,8 @@ def layer_norm_backward_dx(
     weight: ph.let = ph.f32(w[0:+BLOCK_N])
     dw_sum: ph.var = ph.zeros[ph.f32][BLOCK_N]
     db_sum: ph.var = ph.zeros[ph.f32][BLOCK_N]
-    for row in range(group, M, GROUPS):
+    for i in range(ROWS):
+        row: ph.let = group * ROWS + i
         inv: ph.let = rstd[row]
         xhat: ph.let = (ph.f32(x[row, 0:+BLOCK_N]) - mean[row]) * inv
         grad: ph.let = ph.f32(dy[row, 0:+BLOCK_N])
@@ -143,17 +145,27 @@ def forward(x, w, b, y, mean, rstd, eps: float = 1e-5, **launch) -> None:
     layer_norm_forward[(m,)](x, w, b, y, mean, rstd, eps, BLOCK_N=row_tile(n), **launch)
 
 
-def backward(
-    dy, x, w, mean, rstd, dx, dw_partial, db_partial, dw, db, block_g=32, block_n=64, **launch
-) -> None:
-    """``dx``, ``dw`` and ``db`` from ``dy``; the partial buffers' first axis is GROUPS.
+def groups(m: int, rows: int) -> int:
+    """The partial buffers' rows: one per block of the first backward kernel."""
+    return -(-m // rows)
 
-    ``block_g`` and ``block_n`` are the second kernel's tile: BLOCK_G rows of BLOCK_N columns.
+
+def backward(
+    dy, x, w, mean, rstd, dx, dw_partial, db_partial, dw, db,
+    rows=16, block_g=32, block_n=64, **launch,
+) -> None:  # fmt: skip
+    """``dx``, ``dw`` and ``db`` from ``dy``.
+
+    Each block of the first kernel takes ``rows`` rows, so the partial buffers
+    have ``groups(M, rows)`` rows.  ``block_g`` and ``block_n`` are the second
+    kernel's tile: BLOCK_G rows of BLOCK_N columns.
     """
-    n = x.shape[1]
-    groups = dw_partial.shape[0]
-    layer_norm_backward_dx[(groups,)](
-        dy, x, w, mean, rstd, dx, dw_partial, db_partial, BLOCK_N=row_tile(n), **launch
+    m, n = x.shape
+    count = groups(m, rows)
+    if dw_partial.shape[0] != count or db_partial.shape[0] != count:
+        raise ValueError(f"with {rows} rows per block, the partial buffers need {count} rows")
+    layer_norm_backward_dx[(count,)](
+        dy, x, w, mean, rstd, dx, dw_partial, db_partial, ROWS=rows, BLOCK_N=row_tile(n), **launch
     )
     layer_norm_backward_dwdb[(-(-n // block_n),)](
         dw_partial, db_partial, dw, db, BLOCK_G=block_g, BLOCK_N=block_n, **launch
@@ -189,7 +201,7 @@ def relative_error(got, expected) -> float:
     return float(np.abs(got - expected).max() / np.abs(expected).max())
 
 
-def check_on_cpu(m: int = 37, n: int = 100, groups: int = 5) -> None:
+def check_on_cpu(m: int = 37, n: int = 100, rows: int = 4) -> None:
     """Forward and backward in the interpreter, sizes no multiple of any block, outputs NaN."""
     rng = np.random.default_rng(0)
     x = (2 * rng.standard_normal((m, n)) + 0.5).astype(np.float16)
@@ -204,8 +216,9 @@ def check_on_cpu(m: int = 37, n: int = 100, groups: int = 5) -> None:
     y, mean, rstd = poisoned((m, n), np.float16), poisoned(m, np.float32), poisoned(m, np.float32)
     forward(x, w, b, y, mean, rstd, race_check=True)
     dx, dw, db = poisoned((m, n), np.float16), poisoned(n, np.float16), poisoned(n, np.float16)
-    partials = poisoned((groups, n), np.float32), poisoned((groups, n), np.float32)
-    backward(dy, x, w, mean, rstd, dx, *partials, dw, db, race_check=True)
+    partial_rows = groups(m, rows)
+    partials = poisoned((partial_rows, n), np.float32), poisoned((partial_rows, n), np.float32)
+    backward(dy, x, w, mean, rstd, dx, *partials, dw, db, rows=rows, race_check=True)
     got = {"y": y, "mean": mean, "rstd": rstd, "dx": dx, "dw": dw, "db": db}
     for name, value in got.items():
         error = relative_error(value, expected[name])
@@ -353,12 +366,10 @@ def triton_layer_norm():
 
 def check_and_time_on_gpu(m: int = 4096, sizes=(4096, 8192, 15872)) -> None:
     """Check against torch in float64, then time Phobos, Triton and torch (median, L2 flushed)."""
-    import torch
 
     triton_forward, triton_backward = triton_layer_norm()
-    groups = 2 * torch.cuda.get_device_properties(0).multi_processor_count
     for n in sizes:
-        check_and_time_size(m, n, groups, triton_forward, triton_backward)
+        check_and_time_size(m, n, 16, triton_forward, triton_backward)
 
 
 def gpu_inputs(m: int, n: int):
@@ -381,8 +392,8 @@ def torch_layer_norm(x, w, b, dy, eps: float = 1e-5) -> dict:
     return {"y": y.detach(), "dx": dx, "dw": dw, "db": db, "graph": (y, leaves)}
 
 
-def phobos_buffers(m: int, n: int, groups: int) -> dict:
-    """Every output of ``forward`` and ``backward``, NaN-poisoned, on the GPU."""
+def phobos_buffers(m: int, n: int, rows: int) -> dict:
+    """Every output of ``forward`` and ``backward`` (``rows`` rows per block), NaN-poisoned."""
     import torch
 
     def nan(*shape, dtype=torch.float16):
@@ -393,27 +404,28 @@ def phobos_buffers(m: int, n: int, groups: int) -> dict:
         "mean": nan(m, dtype=torch.float32),
         "rstd": nan(m, dtype=torch.float32),
         "dx": nan(m, n),
-        "dw_partial": nan(groups, n, dtype=torch.float32),
-        "db_partial": nan(groups, n, dtype=torch.float32),
+        "dw_partial": nan(groups(m, rows), n, dtype=torch.float32),
+        "db_partial": nan(groups(m, rows), n, dtype=torch.float32),
         "dw": nan(n),
         "db": nan(n),
     }
 
 
-def check_and_time_size(m: int, n: int, groups: int, triton_forward, triton_backward) -> None:
+def check_and_time_size(m: int, n: int, rows: int, triton_forward, triton_backward) -> None:
     import torch
     from triton.testing import do_bench
 
     x, w, b, dy = gpu_inputs(m, n)
     expected = torch_layer_norm(x.double(), w.double(), b.double(), dy.double())
-    out = phobos_buffers(m, n, groups)
+    out = phobos_buffers(m, n, rows)
     partials = (out["dw_partial"], out["db_partial"])
 
     def phobos_forward():
         forward(x, w, b, out["y"], out["mean"], out["rstd"])
 
     def phobos_backward():
-        backward(dy, x, w, out["mean"], out["rstd"], out["dx"], *partials, out["dw"], out["db"])
+        outputs = (out["dx"], *partials, out["dw"], out["db"])
+        backward(dy, x, w, out["mean"], out["rstd"], *outputs, rows=rows)
 
     phobos_forward()
     phobos_backward()
@@ -451,7 +463,7 @@ def check_and_time_size(m: int, n: int, groups: int, triton_forward, triton_back
 def main() -> None:
     print(layer_norm_forward.source)
     check_on_cpu()
-    check_on_cpu(m=37, n=300, groups=8)
+    check_on_cpu(m=37, n=300, rows=8)
     try:
         import torch
 
