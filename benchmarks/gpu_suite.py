@@ -18,8 +18,14 @@ import traceback
 
 from benchmarks.common import ROOT, environment, out_dir
 
-TEST_PATHS = ["tests/gpu", "packages/phobos-launch/tests"]
-BENCHMARKS = ["bench_launch_overhead", "bench_01_vector_add"]
+TEST_PATHS = ["tests/gpu", "tests/test_autotune_gpu.py", "packages/phobos-launch/tests"]
+BENCHMARKS = [
+    "bench_launch_overhead",
+    "bench_01_vector_add",
+    "bench_02_softmax",
+    "bench_05_layer_norm",
+    "bench_autotune",
+]
 
 
 def run_gpu_tests() -> dict:

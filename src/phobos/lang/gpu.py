@@ -64,7 +64,7 @@ def launch(
     key = (tuple(sorted(values.items())), spec)
     loaded = kernel.loaded.get(key)
     if loaded is None:
-        device = _device_of(args)
+        device = device_of(args)
         compiled = compile_variant(kernel, values, arch=device_arch(device), spec=spec)
         loaded = load_kernel(compiled.contract.to_json(), cubin=compiled.cubin, ptx=compiled.ptx)
         kernel.loaded[key] = loaded
@@ -72,7 +72,7 @@ def launch(
     return loaded
 
 
-def _device_of(args: Sequence[Any]) -> int:
+def device_of(args: Sequence[Any]) -> int:
     """The ordinal of the GPU holding the first device array (the launch checks the rest)."""
     for arg in args:
         if type(arg).__module__.startswith("torch") and getattr(arg, "is_cuda", False):

@@ -250,7 +250,7 @@ def _device_problem(
     from phobos.launch import CudaError, LaunchError, load_kernel, shared_driver
     from phobos.launch.streams import current_stream_of, library_of
 
-    device = gpu._device_of(args)
+    device = gpu.device_of(args)
     spec = gpu.specialization(kernel, args)
     driver = shared_driver()
     driver.set_current_context(driver.primary_context(device))
@@ -292,7 +292,7 @@ def _device_problem(
 def _arch(args: Sequence[Any]) -> str:
     from phobos.lang import gpu
 
-    return gpu.device_arch(gpu._device_of(args))
+    return gpu.device_arch(gpu.device_of(args))
 
 
 def _positions(kernel: Kernel) -> dict[str, int]:
