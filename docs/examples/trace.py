@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 import phobos.lang as ph
@@ -14,4 +16,11 @@ def scale(x: ph.tensor[ph.f32][N], out: ph.tensor[ph.f32][N]):
 
 
 x = np.arange(10, dtype=np.float32)
-scale[(3,)](x, np.zeros(10, np.float32))
+out = np.zeros(10, np.float32)
+if "--gpu" in sys.argv:  # the same launch on the GPU (tests/gpu/test_debugging_gpu.py)
+    import torch
+
+    x, out = torch.from_numpy(x).cuda(), torch.from_numpy(out).cuda()
+scale[(3,)](x, out)
+if "--gpu" in sys.argv:
+    torch.cuda.synchronize()
