@@ -81,6 +81,13 @@ kernel total(x: tensor<f32>[N], out: tensor<f32>[N]) {
     }
 }
 """,
+    "grid-stride loop": """\
+kernel gs(x: tensor<f32>[N], out: tensor<f32>[N]) {
+    for i in ctx.block.x * 128 .. N step ctx.grid.x * 128 {
+        out[i :+ 128] = x[i :+ 128] * 2.0
+    }
+}
+""",
     "a let var that is never reassigned": """\
 kernel k(out: tensor<f32>[N]) {
     var base = ctx.block.x * 4 + 0
@@ -172,6 +179,20 @@ kernel k(out: tensor<f32>[N]) {
 """
     )
     assert warning.span.line == 3
+
+
+def test_a_grid_stride_loop_whose_stride_is_shorter_than_its_window_is_not_proved():
+    (warning,) = warnings_of(
+        """\
+kernel gs(out: tensor<f32>[N]) {
+    for i in ctx.block.x * 128 .. N step ctx.grid.x * 64 {
+        out[i :+ 128] = zeros<f32>[128]
+    }
+}
+"""
+    )
+    assert warning.span.line == 3
+    assert warning.message == "cannot prove that blocks write disjoint elements of 'out'"
 
 
 def test_a_store_meeting_an_atomic_update_is_reported_but_atomics_alone_are_not():

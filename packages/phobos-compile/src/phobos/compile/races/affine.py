@@ -7,7 +7,9 @@ a constant plus integer multiples of *atoms*.  Atoms are
 * ``Iteration(loop, trips)``: how many steps a ``for`` loop has taken, 0 ≤ it < trips
   (``trips`` None when not known at compile time);
 * ``Invariant(expr)``: any other value that is the same in every block and every
-  iteration (an extent, a scalar argument, ``ctx.grid.x``, ``N / 2``), keyed by its IR.
+  iteration (an extent, a scalar argument, ``ctx.grid.x``, ``N / 2``), keyed by its IR;
+* ``GridStride(loop, axis)``: ``ctx.grid.axis`` times the iteration count of a
+  grid-stride loop, unbounded.
 
 A value that is neither (a load, a mutable variable, a product of two unknowns
 that depends on the block) has no form: ``None``.
@@ -38,7 +40,15 @@ class Invariant:
     expr: object
 
 
-Atom = Block | Iteration | Invariant
+@dataclass(frozen=True)
+class GridStride:
+    """``ctx.grid.<axis> · iteration`` of a grid-stride loop (``step ctx.grid.x * S``)."""
+
+    loop: str
+    axis: str
+
+
+Atom = Block | Iteration | Invariant | GridStride
 
 
 @dataclass(frozen=True)
@@ -86,6 +96,8 @@ class Affine:
         """The least and greatest value of the iteration terms, None if a loop is unbounded."""
         low = high = 0
         for atom, c in self.terms:
+            if isinstance(atom, GridStride):
+                return None
             if not isinstance(atom, Iteration):
                 continue
             if atom.trips is None:

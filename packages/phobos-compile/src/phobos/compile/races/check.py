@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from phobos.compile.diagnostics import Diagnostic, Note
 from phobos.compile.ir import nodes as ir
-from phobos.compile.races.affine import Affine, Block
+from phobos.compile.races.affine import Affine, Block, GridStride
 from phobos.compile.races.footprint import (
     ATOMIC,
     LOAD,
@@ -98,6 +98,7 @@ def _axis_separates(
         return a.blocks() == b.blocks() == {} and _apart(a, length_a, b, length_b)
     stride = (a.blocks() or b.blocks()).get(axis, 0)
     a, b = _unpin(a, pins[0], axis, stride), _unpin(b, pins[1], axis, stride)
+    a, b = _without_grid_strides(a, axis, stride), _without_grid_strides(b, axis, stride)
     if stride == 0 or a.blocks() != {axis: stride} or b.blocks() != {axis: stride}:
         return False
     if a.invariants() != b.invariants():
@@ -108,6 +109,22 @@ def _axis_separates(
     low = min(e[0] for e in extents)
     high = max(e[1] for e in extents)
     return high - low + 1 <= abs(stride)
+
+
+def _without_grid_strides(start: Affine, axis: str, stride: int) -> Affine:
+    """``start`` less its ``stride·grid.axis·iteration`` terms.
+
+    Block ``a`` of a grid-stride loop starts at ``stride·(a + grid·j)``: as
+    ``0 ≤ a < grid``, two blocks' starts differ by a nonzero multiple of
+    ``stride`` whatever their iterations, so only the offsets within one stride
+    matter.  Grid strides of another axis or stride stay, and defeat the proof.
+    """
+    kept = {
+        atom: c
+        for atom, c in start.terms
+        if not (isinstance(atom, GridStride) and atom.axis == axis and c == stride)
+    }
+    return Affine.of(start.constant, kept)
 
 
 def _unpin(start: Affine, pinned: int | None, axis: str, stride: int) -> Affine:

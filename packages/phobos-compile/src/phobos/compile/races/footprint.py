@@ -13,7 +13,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, fields, is_dataclass
 
 from phobos.compile.ir import nodes as ir
-from phobos.compile.races.affine import Affine, Bindings, Iteration, affine
+from phobos.compile.races.affine import (
+    Affine,
+    Bindings,
+    GridStride,
+    Invariant,
+    Iteration,
+    affine,
+)
 from phobos.compile.span import Span
 
 STORE, ATOMIC, LOAD = "store", "atomic", "load"
@@ -103,9 +110,14 @@ def _axis(index: ir.TensorIndex, env: Bindings) -> Axis:
 
 
 def _loop_form(loop: ir.For, env: Bindings) -> Affine | None:
-    """The loop variable as ``start + step·iteration``, when the step is a known constant."""
+    """The loop variable as ``start + step·iteration``, when the step is a known constant,
+    or as ``start + S·grid.a·iteration`` for a grid-stride loop over ``S·block.a + ...``."""
     start, stop, step = (affine(e, env) for e in (loop.start, loop.stop, loop.step))
-    if start is None or step is None or not step.is_constant or step.constant <= 0:
+    if start is None or step is None:
+        return None
+    if not step.is_constant:
+        return _grid_stride(loop, start, step)
+    if step.constant <= 0:
         return None
     trips = None
     if stop is not None:
@@ -114,6 +126,18 @@ def _loop_form(loop: ir.For, env: Bindings) -> Affine | None:
             trips = max(0, -(-distance.constant // step.constant))
     counter = Affine.of(0, {Iteration(loop.var.name, trips): step.constant})
     return start.plus(counter)
+
+
+def _grid_stride(loop: ir.For, start: Affine, step: Affine) -> Affine | None:
+    if step.constant != 0 or len(step.terms) != 1:
+        return None
+    ((atom, stride),) = step.terms
+    grid = atom.expr if isinstance(atom, Invariant) else None
+    if not (isinstance(grid, ir.CtxValue) and grid.group == "grid") or stride <= 0:
+        return None
+    if start.blocks() != {grid.axis: stride}:
+        return None
+    return start.plus(Affine.of(0, {GridStride(loop.var.name, grid.axis): stride}))
 
 
 def _pinned(cond: ir.Expr, env: Bindings) -> dict[str, int]:
