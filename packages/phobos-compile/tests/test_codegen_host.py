@@ -66,9 +66,9 @@ inline unsigned long long atomicOr(unsigned long long* p, unsigned long long v) 
     return __atomic_fetch_or(p, v, __ATOMIC_SEQ_CST);
 }
 
-// mma.sync.m16n8k16 for one warp: the lanes pool their fragments (PTX ISA layout),
-// each computes its four accumulators.
-#define PHOBOS_MMA_EMULATED
+// The runtime's inline PTX, emulated: cp.async is a copy; ldmatrix and mma.sync pool
+// the warp's addresses or fragments (PTX ISA layouts) and each lane takes its share.
+#define PHOBOS_HOST_EMULATION
 #include "phobos_tile.cuh"
 std::barrier<>* emulated_warp_barriers[32];
 unsigned emulated_fragments[1024][6];
@@ -105,7 +105,21 @@ template <class T> void emulated_mma(float (&d)[4], const unsigned (&a)[4], cons
     }
     emulated_warp_barriers[t / 32]->arrive_and_wait();
 }
+unsigned short emulated_rows[1024][8];
 namespace phobos {
+void copy_async_16(void* shared, const void* global) { std::memcpy(shared, global, 16); }
+void copy_async_wait() {}
+void load_matrix_x2_trans(unsigned (&r)[2], const void* row) {
+    unsigned t = threadIdx.x, base = t & ~31u, lane = t & 31u;
+    std::memcpy(emulated_rows[t], row, 16);
+    emulated_warp_barriers[t / 32]->arrive_and_wait();
+    for (int j = 0; j < 2; ++j) {
+        const unsigned short* low = emulated_rows[base + j * 8 + (lane % 4) * 2];
+        const unsigned short* high = emulated_rows[base + j * 8 + (lane % 4) * 2 + 1];
+        r[j] = unsigned(low[lane / 4]) | (unsigned(high[lane / 4]) << 16);
+    }
+    emulated_warp_barriers[t / 32]->arrive_and_wait();
+}
 template <> void mma_16816<f16>(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
     emulated_mma<f16>(d, a, b);
 }
@@ -128,6 +142,11 @@ struct __half {
     operator float() const { return (float)v; }
     __half operator-() const { return __half(-(float)v); }
 };
+// Arithmetic on halves rounds each result, as the device's __half operators do.
+inline __half operator+(__half a, __half b) { return __half(float(a) + float(b)); }
+inline __half operator-(__half a, __half b) { return __half(float(a) - float(b)); }
+inline __half operator*(__half a, __half b) { return __half(float(a) * float(b)); }
+inline __half operator/(__half a, __half b) { return __half(float(a) / float(b)); }
 """
 
 BF16 = r"""
@@ -152,6 +171,10 @@ struct __nv_bfloat16 {
     }
     __nv_bfloat16 operator-() const { return __nv_bfloat16(-float(*this)); }
 };
+inline __nv_bfloat16 operator+(__nv_bfloat16 a, __nv_bfloat16 b) { return float(a) + float(b); }
+inline __nv_bfloat16 operator-(__nv_bfloat16 a, __nv_bfloat16 b) { return float(a) - float(b); }
+inline __nv_bfloat16 operator*(__nv_bfloat16 a, __nv_bfloat16 b) { return float(a) * float(b); }
+inline __nv_bfloat16 operator/(__nv_bfloat16 a, __nv_bfloat16 b) { return float(a) / float(b); }
 """
 
 
@@ -240,6 +263,26 @@ def run_on_host(launches: list[tuple[GeneratedKernel, tuple[int, ...], list]], w
 
 
 CASES = {
+    "scaled": (
+        """\
+kernel scaled(a: tensor<f16>[M, K], b: tensor<f16>[K, N], c: tensor<f32>[M, N]) {
+    let m = ctx.block.y * 32
+    let n = ctx.block.x * 16
+    var acc = zeros<f32>[32, 16]
+    for k in 0 .. K step 16 {
+        acc = dot(a[m :+ 32, k :+ 16] * 2.0f16, b[k :+ 16, n :+ 16], acc)
+    }
+    c[m :+ 32, n :+ 16] = fill(acc, -7.0)
+}
+""",
+        {},
+        lambda rng: [
+            rng.standard_normal((50, 45)).astype(np.float16),
+            rng.standard_normal((45, 40)).astype(np.float16),
+            np.zeros((50, 40), np.float32),
+        ],
+        (3, 2),
+    ),
     "mixed": (
         """\
 kernel mixed(x: tensor<u32>[N], y: tensor<i16>[N], b: tensor<bool>[N], h: tensor<f16>[N],

@@ -1,33 +1,47 @@
 """``dot``: ``acc + a @ b`` on the tensor cores (``mma.sync``), or on the CUDA cores.
 
-Both operands are staged in shared memory first, ``a`` row-major and ``b``
-transposed (so both are read along k), each row padded by 16 bytes so that the
-fragment loads of a warp spread over the banks.  With f16 or bf16 operands, an
-f32 accumulator and extents that ``m16n8k16`` tiles, each warp then loads its
-fragments from shared memory as 32-bit words and issues one ``mma.sync`` per
-16x8 tile and k-step; the result stays in the accumulator fragments
-(``MmaLayout``), so a ``for`` loop that carries ``acc = dot(a, b, acc)`` keeps
-it in registers from one iteration to the next.  Other dtypes and shapes take a
-plain loop over k per result lane.
+Both operands are staged in shared memory, row-major, each row padded by 16
+bytes so that a warp's fragment loads spread over the banks.  When an operand
+is a window load of a 16-byte-aligned, unit-stride f16/bf16 tensor, its groups
+go from global to shared memory with ``cp.async`` (no registers; a boundary
+group is copied lane by lane with zeros for absent lanes); any other operand is
+computed into registers and written to shared memory.
+
+With f16 or bf16 operands, an f32 accumulator and extents that ``m16n8k16``
+tiles, each warp then loads its fragments (``a`` as 32-bit words, ``b`` with
+``ldmatrix.trans``) and issues one ``mma.sync`` per 16x8 tile and k-step; the
+result stays in the accumulator fragments (``MmaLayout``), so a ``for`` loop
+that carries ``acc = dot(a, b, acc)`` keeps it in registers from one iteration
+to the next.  Other dtypes and shapes take a plain loop over k per result lane.
 
 Absent lanes of ``a`` and ``b`` are staged as zeros.  A result lane is absent
 only when no k has both ``a[m, k]`` and ``b[k, n]`` present (and where ``acc``
-is absent): the present k of each row of ``a`` and column of ``b`` are bit sets
-in shared memory, and a lane tests whether its two sets meet.
+is absent).  For window loads presence is a product of per-axis bounds, so the
+test is a few comparisons; otherwise the present k of each row of ``a`` and
+column of ``b`` are bit sets in shared memory, and a lane tests whether its two
+sets meet.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from phobos.compile.codegen import memory
 from phobos.compile.codegen.context import EmitContext
 from phobos.compile.codegen.conversions import to_layout
-from phobos.compile.codegen.dtypes import byte_size, ctype
+from phobos.compile.codegen.dtypes import INDEX_CTYPE, byte_size, ctype
 from phobos.compile.codegen.lanes import all_lanes, declare_tile, group_loop
-from phobos.compile.codegen.layout import AnyLayout, MmaLayout, mma_shape_ok
+from phobos.compile.codegen.layout import AnyLayout, Layout, MmaLayout, mma_shape_ok
+from phobos.compile.codegen.signature import TensorAccess
 from phobos.compile.codegen.values import TileValue, and_masks
 from phobos.compile.ir import nodes as ir
 
 _TENSOR_CORE_DTYPES = ("f16", "bf16")
 _PAD = 8  # elements of row padding (16 bytes of f16/bf16)
+
+Operand = Callable[[ir.Expr], TileValue]
+Indices = Callable[[tuple[ir.TensorIndex, ...]], list[memory.AxisIndex]]
 
 
 def result_layout(ctx: EmitContext, dot: ir.Dot) -> AnyLayout:
@@ -39,33 +53,188 @@ def result_layout(ctx: EmitContext, dot: ir.Dot) -> AnyLayout:
     return ctx.layout(dot.type.shape)
 
 
-def emit_dot(
-    ctx: EmitContext, node: ir.Dot, a: TileValue, b: TileValue, acc: TileValue
-) -> TileValue:
-    k = a.layout.shape[1]
+@dataclass(frozen=True)
+class _Staged:
+    """``a[m * a_row + k]`` and ``b[k * b_row + n]`` in shared memory."""
+
+    a: str
+    b: str
+    a_row: int
+    b_row: int
+
+
+def emit_dot(ctx: EmitContext, node: ir.Dot, operand: Operand, indices: Indices) -> TileValue:
     layout = result_layout(ctx, node)
-    staged = _stage_operands(ctx, a, b)
-    acc = to_layout(ctx, acc, layout)
+    # The accumulator first: a layout change stages it through the same shared buffer.
+    acc = to_layout(ctx, operand(node.acc), layout)
+    (m, k), n = node.a.type.shape, node.type.shape[1]
+    dtype = node.a.type.dtype
+    size = byte_size(dtype, ctx.index_width)
+    a_bytes = _round16(m * (k + _PAD) * size)
+    b_bytes = _round16(k * (n + _PAD) * size)
+    copies = [_copyable(ctx, node.a), _copyable(ctx, node.b)]
+    if all(copies):
+        a_idx, b_idx = indices(node.a.indices), indices(node.b.indices)
+        scratch = ctx.need_scratch(a_bytes + b_bytes)
+        staged = _buffers(ctx, dtype, scratch, a_bytes, k + _PAD, n + _PAD)
+        a_access, b_access = ctx.access[node.a.tensor.name], ctx.access[node.b.tensor.name]
+        memory.copy_tile_async(ctx, a_access, a_idx, ctx.layout((m, k)), staged.a, staged.a_row)
+        memory.copy_tile_async(ctx, b_access, b_idx, ctx.layout((k, n)), staged.b, staged.b_row)
+        ctx.line("phobos::copy_async_wait();")
+        ctx.line("__syncthreads();")
+        partial = node.a.type.partial or node.b.type.partial
+        present = _window_meet(ctx, a_access, a_idx, b_access, b_idx, k) if partial else None
+    else:
+        a, b = operand(node.a), operand(node.b)
+        present, staged = _stage_through_registers(ctx, a, b, a_bytes, b_bytes)
+    return _product(ctx, node, layout, staged, acc, present)
+
+
+def _copyable(ctx: EmitContext, e: ir.Expr) -> bool:
+    """A window load that ``cp.async`` can move group by group (16 bytes per group)."""
+    if not isinstance(e, ir.Load) or e.type.dtype not in _TENSOR_CORE_DTYPES:
+        return False
+    access = ctx.access[e.tensor.name]
+    last = e.indices[-1]
+    windows = [i for i in e.indices if isinstance(i, ir.WindowIndex)]
+    return (
+        isinstance(last, ir.WindowIndex)
+        and len(windows) == 2
+        and access.unit_stride
+        and access.align >= 16
+        and ctx.layout(e.type.shape).vec == 8
+    )
+
+
+def _buffers(
+    ctx: EmitContext, dtype: str, scratch: str, a_bytes: int, a_row: int, b_row: int
+) -> _Staged:
+    c = ctype(dtype)
+    sa, sb = ctx.fresh("dot_a"), ctx.fresh("dot_b")
+    ctx.line("__syncthreads();")
+    ctx.line(f"{c}* {sa} = reinterpret_cast<{c}*>({scratch});")
+    ctx.line(f"{c}* {sb} = reinterpret_cast<{c}*>({scratch} + {a_bytes});")
+    return _Staged(sa, sb, a_row, b_row)
+
+
+def _stage_through_registers(
+    ctx: EmitContext, a: TileValue, b: TileValue, a_bytes: int, b_bytes: int
+) -> tuple[str | None, _Staged]:
+    """Write both operands' lanes to shared memory; with absent lanes, also their k bit sets."""
+    (m, k), n = a.layout.shape, b.layout.shape[1]
+    words = -(-k // 64)
+    masked = a.mask is not None or b.mask is not None
+    bits_bytes = (m + n) * words * 8 if masked else 0
+    scratch = ctx.need_scratch(a_bytes + b_bytes + bits_bytes)
+    staged = _buffers(ctx, a.dtype, scratch, a_bytes, k + _PAD, n + _PAD)
+    a_bits = f"{staged.a}_bits"
+    b_bits = f"{staged.b}_bits"
+    if masked:
+        offset = a_bytes + b_bytes
+        ctx.line(f"phobos::u64* {a_bits} = reinterpret_cast<phobos::u64*>({scratch} + {offset});")
+        ctx.line(f"phobos::u64* {b_bits} = {a_bits} + {m * words};")
+        with ctx.block(f"for (int j = tid; j < {(m + n) * words}; j += {ctx.threads})"):
+            ctx.line(f"{a_bits}[j] = 0;")
+        ctx.line("__syncthreads();")
+    # a[m, k]: row c0, k c1; b[k, n]: k c0, column c1.
+    for value, buffer, row, bits, owner, k_coord in (
+        (a, staged.a, staged.a_row, a_bits, "c0", "c1"),
+        (b, staged.b, staged.b_row, b_bits, "c1", "c0"),
+    ):
+        zero = f"{ctype(value.dtype)}()"
+        lane = value.lane if value.mask is None else f"({value.mask} ? {value.lane} : {zero})"
+        body = [f"{buffer}[c0 * {row} + c1] = {lane};"]
+        if masked:
+            mark = f"phobos::set_bit(&{bits}[{owner} * {words} + {k_coord} / 64], {k_coord} % 64);"
+            body.append(mark if value.mask is None else f"if ({value.mask}) {mark}")
+        all_lanes(ctx, value.layout, body, skip_padding=True)
+    ctx.line("__syncthreads();")
+    if not masked:
+        return None, staged
+    terms = [f"({a_bits}[c0 * {words} + {w}] & {b_bits}[c1 * {words} + {w}])" for w in range(words)]
+    return "((" + " | ".join(terms) + ") != 0)", staged
+
+
+def _window_meet(
+    ctx: EmitContext,
+    a_access: TensorAccess,
+    a_idx: list[memory.AxisIndex],
+    b_access: TensorAccess,
+    b_idx: list[memory.AxisIndex],
+    k: int,
+) -> str:
+    """Presence of a result lane when both operands are window loads.
+
+    ``a[m, k]`` is present when its row and the k index are inside ``a``;
+    ``b[k, n]`` when the k index and its column are inside ``b``.  Some k works
+    for both when the two k ranges overlap (a block-uniform test).
+    """
+    a_rows, a_ks = _window_axes(a_idx)
+    b_ks, b_cols = _window_axes(b_idx)
+    lo, hi, some = ctx.fresh("s"), ctx.fresh("s"), ctx.fresh("s")
+    index = INDEX_CTYPE
+    a_k, b_k = a_idx[a_ks].start, b_idx[b_ks].start
+    ctx.line(f"{index} {lo} = {index}(0);")
+    ctx.line(f"if (-{a_k} > {lo}) {lo} = -{a_k};")
+    ctx.line(f"if (-{b_k} > {lo}) {lo} = -{b_k};")
+    ctx.line(f"{index} {hi} = {index}({k});")
+    ctx.line(f"if ({a_access.extent(a_ks)} - {a_k} < {hi}) {hi} = {a_access.extent(a_ks)} - {a_k};")
+    ctx.line(f"if ({b_access.extent(b_ks)} - {b_k} < {hi}) {hi} = {b_access.extent(b_ks)} - {b_k};")
+    a_points = _points_inside(a_access, a_idx)
+    b_points = _points_inside(b_access, b_idx)
+    ctx.line(f"const bool {some} = {lo} < {hi} && {a_points} && {b_points};")
+    row = _below(f"{a_idx[a_rows].start} + {index}(c0)", a_access.extent(a_rows))
+    col = _below(f"{b_idx[b_cols].start} + {index}(c1)", b_access.extent(b_cols))
+    return f"({some} && {row} && {col})"
+
+
+def _window_axes(indices: list[memory.AxisIndex]) -> tuple[int, int]:
+    first, second = (axis for axis, index in enumerate(indices) if index.length is not None)
+    return first, second
+
+
+def _points_inside(access: TensorAccess, indices: list[memory.AxisIndex]) -> str:
+    terms = [
+        _below(index.start, access.extent(axis))
+        for axis, index in enumerate(indices)
+        if index.length is None
+    ]
+    return " && ".join(terms) or "true"
+
+
+def _below(index: str, extent: str) -> str:
+    return f"phobos::below<{INDEX_CTYPE}>({index}, {extent})"
+
+
+def _product(
+    ctx: EmitContext,
+    node: ir.Dot,
+    layout: AnyLayout,
+    staged: _Staged,
+    acc: TileValue,
+    present: str | None,
+) -> TileValue:
+    k = node.a.type.shape[1]
     c = ctype(node.type.dtype)
     name = ctx.fresh()
-    present = a.mask is not None or b.mask is not None
-    declare_tile(ctx, c, name, layout, present or acc.mask is not None)
+    mask = and_masks(acc.mask, present)
+    declare_tile(ctx, c, name, layout, mask is not None)
+    lines = []
     if isinstance(layout, MmaLayout):
         all_lanes(ctx, layout, [f"{name}[r][i] = {acc.lane};"])
-        _mma(ctx, layout, name, staged, a.dtype, k)
-        lines = []
+        _mma(ctx, layout, name, staged, node.a.type.dtype, k)
     else:
+        assert isinstance(layout, Layout)
         wide = "f32" if node.type.dtype in _TENSOR_CORE_DTYPES else node.type.dtype
         w = ctype(wide)
         lines = [
             f"{w} total = phobos::cast<{w}>({acc.lane});",
             "#pragma unroll 4",
             f"for (int k = 0; k < {k}; ++k) total += "
-            f"phobos::cast<{w}>({staged.a}[c0 * {staged.row} + k]) * "
-            f"phobos::cast<{w}>({staged.b}[c1 * {staged.row} + k]);",
+            f"phobos::cast<{w}>({staged.a}[c0 * {staged.a_row} + k]) * "
+            f"phobos::cast<{w}>({staged.b}[k * {staged.b_row} + c1]);",
             f"{name}[r][i] = phobos::cast<{c}>(total);",
         ]
-    mask = and_masks(acc.mask, _meet(staged) if present else None)
     if mask is not None:
         lines.append(f"{name}_m[r][i] = {mask};")
     if lines:
@@ -73,87 +242,29 @@ def emit_dot(
     return TileValue(node.type.dtype, layout, f"{name}[r][i]", f"{name}_m[r][i]" if mask else None)
 
 
-class _Staged:
-    """Names of the staged operands: ``a[m * row + k]``, ``b[n * row + k]``, and k bit sets."""
-
-    def __init__(self, a: str, b: str, row: int, a_bits: str, b_bits: str, words: int) -> None:
-        self.a, self.b, self.row = a, b, row
-        self.a_bits, self.b_bits, self.words = a_bits, b_bits, words
-
-
-def _stage_operands(ctx: EmitContext, a: TileValue, b: TileValue) -> _Staged:
-    (m, k), n = a.layout.shape, b.layout.shape[1]
-    row = k + _PAD
-    size = byte_size(a.dtype, ctx.index_width)
-    words = -(-k // 64)
-    a_bytes = _round16(m * row * size)
-    b_bytes = _round16(n * row * size)
-    bits_bytes = (m + n) * words * 8 if a.mask is not None or b.mask is not None else 0
-    scratch = ctx.need_scratch(a_bytes + b_bytes + bits_bytes)
-    c = ctype(a.dtype)
-    sa, sb = ctx.fresh("dot_a"), ctx.fresh("dot_b")
-    ma, mb = f"{sa}_bits", f"{sb}_bits"
-    ctx.line("__syncthreads();")
-    ctx.line(f"{c}* {sa} = reinterpret_cast<{c}*>({scratch});")
-    ctx.line(f"{c}* {sb} = reinterpret_cast<{c}*>({scratch} + {a_bytes});")
-    if bits_bytes:
-        ctx.line(
-            f"phobos::u64* {ma} = reinterpret_cast<phobos::u64*>({scratch} + {a_bytes + b_bytes});"
-        )
-        ctx.line(f"phobos::u64* {mb} = {ma} + {m * words};")
-        with ctx.block(f"for (int j = tid; j < {(m + n) * words}; j += {ctx.threads})"):
-            ctx.line(f"{ma}[j] = 0;")
-        ctx.line("__syncthreads();")
-    for value, buffer, bits, outer, inner in ((a, sa, ma, "c0", "c1"), (b, sb, mb, "c1", "c0")):
-        zero = f"{c}()"
-        lane = value.lane if value.mask is None else f"({value.mask} ? {value.lane} : {zero})"
-        body = [f"{buffer}[{outer} * {row} + {inner}] = {lane};"]
-        if value.mask is not None:
-            body.append(
-                f"if ({value.mask}) phobos::set_bit(&{bits}[{outer} * {words} + {inner} / 64], "
-                f"{inner} % 64);"
-            )
-        elif bits_bytes:
-            body.append(
-                f"phobos::set_bit(&{bits}[{outer} * {words} + {inner} / 64], {inner} % 64);"
-            )
-        all_lanes(ctx, value.layout, body, skip_padding=True)
-    ctx.line("__syncthreads();")
-    return _Staged(sa, sb, row, ma, mb, words)
-
-
-def _meet(staged: _Staged) -> str:
-    """Some k is present in both the lane's row of ``a`` and its column of ``b``."""
-    terms = [
-        f"({staged.a_bits}[c0 * {staged.words} + {w}] & {staged.b_bits}[c1 * {staged.words} + {w}])"
-        for w in range(staged.words)
-    ]
-    return "((" + " | ".join(terms) + ") != 0)"
-
-
 def _mma(
     ctx: EmitContext, layout: MmaLayout, name: str, staged: _Staged, dtype: str, k: int
 ) -> None:
     """Each warp's tiles: fragments from shared memory, one mma.sync per k-step of 16."""
-    words_a, words_b = ctx.fresh("frag_a"), ctx.fresh("frag_b")
-    row = staged.row
+    words_a = ctx.fresh("frag_a")
     ctx.line(f"const unsigned* {words_a} = reinterpret_cast<const unsigned*>({staged.a});")
-    ctx.line(f"const unsigned* {words_b} = reinterpret_cast<const unsigned*>({staged.b});")
     with group_loop(ctx, layout, skip_padding=True):
         per_row = layout.tiles_per_row
         ctx.line(f"const int am = ((g / 32) / {per_row}) * 16 + (g % 32) / 4;")
-        ctx.line(f"const int bn = ((g / 32) % {per_row}) * 8 + (g % 32) / 4;")
+        ctx.line(f"const int bn = ((g / 32) % {per_row}) * 8;")
         ctx.line("const int k0 = (g % 4) * 2;")
+        ctx.line("const int bk = (g % 8) + ((g / 8) % 2) * 8;  // the row this lane addresses")
         ctx.directive("#pragma unroll")
         with ctx.block(f"for (int kk = 0; kk < {k}; kk += 16)"):
-            a0 = f"(am * {row} + kk + k0) / 2"
-            a1 = f"((am + 8) * {row} + kk + k0) / 2"
+            a0 = f"(am * {staged.a_row} + kk + k0) / 2"
+            a1 = f"((am + 8) * {staged.a_row} + kk + k0) / 2"
             ctx.line(
                 f"const unsigned fa[4] = {{{words_a}[{a0}], {words_a}[{a1}], "
                 f"{words_a}[{a0} + 4], {words_a}[{a1} + 4]}};"
             )
-            b0 = f"(bn * {row} + kk + k0) / 2"
-            ctx.line(f"const unsigned fb[2] = {{{words_b}[{b0}], {words_b}[{b0} + 4]}};")
+            ctx.line("unsigned fb[2];")
+            row = f"{staged.b} + (kk + bk) * {staged.b_row} + bn"
+            ctx.line(f"phobos::load_matrix_x2_trans(fb, {row});")
             ctx.line(f"phobos::mma_16816<{ctype(dtype)}>({name}[r], fa, fb);")
 
 

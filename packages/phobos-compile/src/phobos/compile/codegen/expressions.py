@@ -115,7 +115,9 @@ def tile(ctx: EmitContext, e: ir.Expr) -> TileValue:
     if isinstance(e, ir.Transpose):
         return conversions.transpose(ctx, tile(ctx, e.operand), layout)
     if isinstance(e, ir.Dot):
-        return dot.emit_dot(ctx, e, tile(ctx, e.a), tile(ctx, e.b), tile(ctx, e.acc))
+        return dot.emit_dot(
+            ctx, e, lambda o: tile(ctx, o), lambda indices: axis_indices(ctx, indices)
+        )
     if isinstance(e, ir.Reduce):
         return reductions.reduce_axis(ctx, tile(ctx, e.operand), e.op, e.axis, layout, e.type)
     raise _unsupported(e)

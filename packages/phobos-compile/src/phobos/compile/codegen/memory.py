@@ -219,6 +219,34 @@ def _store_run(
     declare_coords(ctx, layout, start, str(first))
 
 
+def copy_tile_async(
+    ctx: EmitContext,
+    access: TensorAccess,
+    indices: list[AxisIndex],
+    layout: Layout,
+    buffer: str,
+    row: int,
+) -> None:
+    """Copy a 2-D window into shared memory ``buffer`` (``row`` elements per row).
+
+    Each 16-byte group goes with ``cp.async``, straight from global to shared
+    memory; a boundary group is copied lane by lane with zeros for absent lanes.
+    The caller waits (``phobos::copy_async_wait``) and synchronises.
+    """
+    _order(ctx, access)
+    lane_axis = _lane_axis(indices)
+    test = "true" if _needs_alignment_test(ctx, access, indices, layout.vec, 16) else "false"
+    with group_loop(ctx, layout, skip_padding=True):
+        start = len(ctx.lines)
+        group = _group_indices(indices, layout)
+        inside = _inside(ctx, access, group, lane_axis, layout, True)
+        pointer = f"{access.pointer} + ({_offset(access, group)})"
+        target = f"{buffer} + c0 * {row} + c1"
+        args = f"{target}, {pointer}, {group[lane_axis]}, {access.extent(lane_axis)}, {inside}"
+        ctx.line(f"phobos::copy_group_async<{layout.vec}, {test}>({args});")
+        declare_coords(ctx, layout, start, "0")
+
+
 def _point_access(ctx: EmitContext, access: TensorAccess, indices: list[str]) -> tuple[str, str]:
     inside = " && ".join(
         _in_bounds(ctx, index, access.extent(axis)) for axis, index in enumerate(indices)

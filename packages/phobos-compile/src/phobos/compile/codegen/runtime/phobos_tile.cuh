@@ -273,12 +273,41 @@ template <class T> PHOBOS_INLINE T shuffle_xor(T v, int lane_mask) {
 // Mark bit `bit` of a shared-memory word (which k of a row or column is present).
 PHOBOS_INLINE void set_bit(u64* word, int bit) { atomicOr(word, 1ull << bit); }
 
-// d += a * b on the tensor cores: one m16n8k16 product of one warp, operands as the
-// PTX ISA lays out its fragments (a: 4 x 2 halves, b: 2 x 2 halves, d: 4 x f32).
-// A host emulator of the kernels may define PHOBOS_MMA_EMULATED and supply these.
+// ------------------------------------------------------------------ inline PTX
+// The tensor-core and async-copy instructions.  A host emulator of the kernels
+// (the code generator's tests) defines PHOBOS_HOST_EMULATION and supplies these.
+
+PHOBOS_INLINE void copy_async_16(void* shared, const void* global);
+PHOBOS_INLINE void copy_async_wait();
+PHOBOS_INLINE void load_matrix_x2_trans(unsigned (&r)[2], const void* row);
 template <class T>
 PHOBOS_INLINE void mma_16816(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]);
-#ifndef PHOBOS_MMA_EMULATED
+
+#ifndef PHOBOS_HOST_EMULATION
+PHOBOS_INLINE unsigned shared_address(const void* p) {
+    return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+// 16 bytes from global to shared memory, bypassing registers (and L1).
+PHOBOS_INLINE void copy_async_16(void* shared, const void* global) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(shared_address(shared)),
+                 "l"(global)
+                 : "memory");
+}
+
+// Every cp.async of this thread has landed.
+PHOBOS_INLINE void copy_async_wait() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+
+// Two 8x8 matrices of 16-bit values, transposed into a warp's fragments; lanes 0-15
+// give the rows' addresses.
+PHOBOS_INLINE void load_matrix_x2_trans(unsigned (&r)[2], const void* row) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n"
+                 : "=r"(r[0]), "=r"(r[1])
+                 : "r"(shared_address(row)));
+}
+
+// d += a * b on the tensor cores: one m16n8k16 product of one warp, operands as the
+// PTX ISA lays out its fragments (a: 4 x 2 halves, b: 2 x 2 halves, d: 4 x f32).
 template <>
 PHOBOS_INLINE void mma_16816<f16>(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
     asm volatile(
@@ -296,5 +325,20 @@ PHOBOS_INLINE void mma_16816<bf16>(float (&d)[4], const unsigned (&a)[4], const 
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 #endif
+
+// One group of V 16-bit lanes (16 bytes) from global to shared memory: cp.async when
+// the whole group is inside and aligned, else lane by lane with zeros for absent lanes.
+template <int V, bool CHECK_ALIGN, class T, class I>
+PHOBOS_INLINE void copy_group_async(T* shared, const T* p, I col, I extent, bool inside) {
+    static_assert(V * sizeof(T) == 16, "a group is one 16-byte copy");
+    bool whole = inside && whole_group<V>(col, extent);
+    if (CHECK_ALIGN) whole = whole && is_aligned<16>(p);
+    if (whole) {
+        copy_async_16(shared, p);
+        return;
+    }
+#pragma unroll
+    for (int i = 0; i < V; ++i) shared[i] = (inside && below<I>(col + i, extent)) ? p[i] : T();
+}
 
 }  // namespace phobos
