@@ -19,7 +19,7 @@ from dataclasses import replace
 
 from phobos.compile.codegen.context import EmitContext
 from phobos.compile.codegen.dtypes import byte_size, ctype
-from phobos.compile.codegen.lanes import all_lanes, declare_tile
+from phobos.compile.codegen.lanes import all_lanes, declare_tile, mask_lane, set_mask_lane
 from phobos.compile.codegen.layout import AnyLayout, Layout, RowLayout
 from phobos.compile.codegen.values import TileValue
 
@@ -34,16 +34,17 @@ def materialize(ctx: EmitContext, value: TileValue) -> TileValue:
     declare_tile(ctx, ctype(value.dtype), name, value.layout, value.mask is not None)
     body = [f"{name}[r][i] = {value.lane};"]
     if value.mask is not None:
-        body.append(f"{name}_m[r][i] = {value.mask};")
+        body.append(set_mask_lane(name, value.mask))
     all_lanes(ctx, value.layout, body)
-    mask = f"{name}_m[r][i]" if value.mask is not None else None
+    mask = mask_lane(name) if value.mask is not None else None
     return TileValue(value.dtype, value.layout, f"{name}[r][i]", mask)
 
 
 def _is_array(value: TileValue) -> bool:
     """The lanes (and mask) are register arrays already, not expressions."""
-    texts = [value.lane] if value.mask is None else [value.lane, value.mask]
-    return all(text.endswith("[r][i]") and text[:-6].isidentifier() for text in texts)
+    if not (value.lane.endswith("[r][i]") and value.lane[:-6].isidentifier()):
+        return False
+    return value.mask is None or value.mask == mask_lane(value.lane[:-6])
 
 
 def to_layout(ctx: EmitContext, value: TileValue, layout: AnyLayout) -> TileValue:
@@ -110,8 +111,9 @@ def broadcast(ctx: EmitContext, value: TileValue, layout: Layout) -> TileValue:
     if isinstance(value.layout, RowLayout) and value.layout.parent == layout:
         # Every thread already holds the row value of each of its groups.
         rows = materialize(ctx, value)
-        mask = rows.mask[: -len("[r][i]")] + "[r][0]" if rows.mask else None
-        return TileValue(value.dtype, layout, rows.lane[: -len("[r][i]")] + "[r][0]", mask)
+        name = rows.lane[: -len("[r][i]")]
+        mask = mask_lane(name, "0") if rows.mask else None
+        return TileValue(value.dtype, layout, f"{name}[r][0]", mask)
     if isinstance(value.layout, RowLayout):
         value = to_layout(ctx, value, ctx.layout(source))
     strides = _row_major_strides(source)
@@ -163,7 +165,7 @@ def _convert(
     position = source_position()
     read = [f"{name}[r][i] = {staged}[{position}];"]
     if value.mask is not None:
-        read.append(f"{name}_m[r][i] = {staged}_m[{position}];")
+        read.append(set_mask_lane(name, f"{staged}_m[{position}]"))
     all_lanes(ctx, layout, read, skip_padding=True)
-    mask = f"{name}_m[r][i]" if value.mask is not None else None
+    mask = mask_lane(name) if value.mask is not None else None
     return TileValue(value.dtype, layout, f"{name}[r][i]", mask)

@@ -31,7 +31,13 @@ from phobos.compile.codegen import memory
 from phobos.compile.codegen.context import EmitContext
 from phobos.compile.codegen.conversions import to_layout
 from phobos.compile.codegen.dtypes import INDEX_CTYPE, byte_size, ctype
-from phobos.compile.codegen.lanes import all_lanes, declare_tile, group_loop
+from phobos.compile.codegen.lanes import (
+    all_lanes,
+    declare_tile,
+    group_loop,
+    mask_lane,
+    set_mask_lane,
+)
 from phobos.compile.codegen.layout import AnyLayout, Layout, MmaLayout, mma_shape_ok
 from phobos.compile.codegen.signature import TensorAccess
 from phobos.compile.codegen.values import TileValue, and_masks
@@ -236,10 +242,10 @@ def _product(
             f"{name}[r][i] = phobos::cast<{c}>(total);",
         ]
     if mask is not None:
-        lines.append(f"{name}_m[r][i] = {mask};")
+        lines.append(set_mask_lane(name, mask))
     if lines:
         all_lanes(ctx, layout, lines, skip_padding=True)
-    return TileValue(node.type.dtype, layout, f"{name}[r][i]", f"{name}_m[r][i]" if mask else None)
+    return TileValue(node.type.dtype, layout, f"{name}[r][i]", mask_lane(name) if mask else None)
 
 
 def _mma(

@@ -16,6 +16,7 @@ from typing import Union
 from phobos.compile.codegen import conversions, dot, memory, reductions
 from phobos.compile.codegen.context import EmitContext
 from phobos.compile.codegen.dtypes import INDEX_CTYPE, ctype, literal
+from phobos.compile.codegen.lanes import mask_lane
 from phobos.compile.codegen.layout import Layout
 from phobos.compile.codegen.values import ScalarValue, TileValue, and_masks, variable_name
 from phobos.compile.diagnostics import error
@@ -86,7 +87,7 @@ def tile(ctx: EmitContext, e: ir.Expr) -> TileValue:
     dtype = e.type.dtype
     if isinstance(e, ir.Read):
         name = variable_name(e.var.name)
-        mask = f"{name}_m[r][i]" if e.var.type.partial else None
+        mask = mask_lane(name) if e.var.type.partial else None
         return TileValue(dtype, ctx.variable_layout(e.var.name), f"{name}[r][i]", mask)
     if isinstance(e, ir.Load):
         indices = axis_indices(ctx, e.indices)

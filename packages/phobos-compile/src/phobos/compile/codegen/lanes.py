@@ -62,6 +62,17 @@ def all_lanes(
 
 
 def declare_tile(ctx: EmitContext, ctype: str, name: str, layout: Layout, masked: bool) -> None:
+    """``name[r][i]``, and with ``masked`` one word of presence bits per group (bit i: lane i)."""
     ctx.line(f"{ctype} {name}[{layout.repeats}][{layout.vec}];")
     if masked:
-        ctx.line(f"bool {name}_m[{layout.repeats}][{layout.vec}];")
+        ctx.line(f"unsigned {name}_m[{layout.repeats}] = {{}};")
+
+
+def mask_lane(name: str, lane: str = "i") -> str:
+    """Lane ``lane`` of the current group of tile ``name`` is present."""
+    return f"phobos::lane_bit({name}_m[r], {lane})"
+
+
+def set_mask_lane(name: str, value: str) -> str:
+    """The statement recording lane ``i``'s presence."""
+    return f"phobos::set_lane({name}_m[r], i, {value});"

@@ -24,7 +24,13 @@ from dataclasses import dataclass
 
 from phobos.compile.codegen.context import EmitContext
 from phobos.compile.codegen.dtypes import INDEX_CTYPE, byte_size, ctype
-from phobos.compile.codegen.lanes import declare_coords, declare_tile, group_loop, lane_loop
+from phobos.compile.codegen.lanes import (
+    declare_coords,
+    declare_tile,
+    group_loop,
+    lane_loop,
+    mask_lane,
+)
 from phobos.compile.codegen.layout import AnyLayout, Layout
 from phobos.compile.codegen.signature import TensorAccess
 from phobos.compile.codegen.values import TileValue
@@ -163,7 +169,7 @@ def load_tile(
                 call = f"phobos::load_group_strided_unchecked({pointer}, {stride}, {name}[r])"
             ctx.line(call + ";" if inside == "true" else f"if ({inside}) {call};")
         declare_coords(ctx, layout, start, "0")
-    mask = f"{name}_m[r][i]" if partial else None
+    mask = mask_lane(name) if partial else None
     return TileValue(dtype, layout, f"{name}[r][i]", mask)
 
 

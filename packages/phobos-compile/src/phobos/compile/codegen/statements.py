@@ -15,7 +15,7 @@ from phobos.compile.codegen.context import EmitContext
 from phobos.compile.codegen.conversions import to_layout
 from phobos.compile.codegen.dtypes import ctype
 from phobos.compile.codegen.expressions import axis_indices, emit, scalar, tile
-from phobos.compile.codegen.lanes import all_lanes, declare_tile
+from phobos.compile.codegen.lanes import all_lanes, declare_tile, set_mask_lane
 from phobos.compile.codegen.values import TileValue, variable_name
 from phobos.compile.ir import nodes as ir
 from phobos.compile.span import Span
@@ -86,7 +86,7 @@ def _copy_lanes(ctx: EmitContext, var: ir.Variable, value: TileValue) -> None:
     name = variable_name(var.name)
     body = [f"{name}[r][i] = {value.lane};"]
     if isinstance(var.type, ir.TileT) and var.type.partial:
-        body.append(f"{name}_m[r][i] = {value.mask or 'true'};")
+        body.append(set_mask_lane(name, value.mask or "true"))
     all_lanes(ctx, value.layout, body)
 
 

@@ -117,6 +117,14 @@ PHOBOS_INLINE f32 min(f32 a, f32 b) { return (a != a) ? a : ::fminf(a, b); }
 PHOBOS_INLINE f64 max(f64 a, f64 b) { return (a != a) ? a : ::fmax(a, b); }
 PHOBOS_INLINE f64 min(f64 a, f64 b) { return (a != a) ? a : ::fmin(a, b); }
 
+// ------------------------------------------------------------------ presence bits
+// A partial tile keeps one word per group: bit i says lane i is present.
+
+PHOBOS_INLINE bool lane_bit(unsigned bits, int i) { return (bits >> i) & 1u; }
+PHOBOS_INLINE void set_lane(unsigned& bits, int i, bool present) {
+    bits = (bits & ~(1u << i)) | (static_cast<unsigned>(present) << i);
+}
+
 // ------------------------------------------------------------------ vector access
 
 template <int BYTES> struct vector_word;
@@ -182,32 +190,35 @@ template <int BYTES, class T, int V> PHOBOS_INLINE void store_vectors(T* p, cons
 
 template <int BYTES, bool CHECK_ALIGN, class T, int V, class I>
 PHOBOS_INLINE void load_group(const T* p, I col, I extent, bool inside, T (&out)[V],
-                              bool (&valid)[V]) {
+                              unsigned& valid) {
     if constexpr (BYTES > 0) {
         bool whole = inside && whole_group<V>(col, extent);
         if (CHECK_ALIGN) whole = whole && is_aligned<BYTES>(p);
         if (whole) {
             load_vectors<BYTES>(p, out);
-#pragma unroll
-            for (int i = 0; i < V; ++i) valid[i] = true;
+            valid = (V == 32) ? ~0u : (1u << V) - 1u;
             return;
         }
     }
+    valid = 0;
 #pragma unroll
     for (int i = 0; i < V; ++i) {
-        valid[i] = inside && below<I>(col + i, extent);
-        out[i] = valid[i] ? p[i] : T();
+        const bool present = inside && below<I>(col + i, extent);
+        out[i] = present ? p[i] : T();
+        valid |= static_cast<unsigned>(present) << i;
     }
 }
 
 // The same for a group whose lanes are `stride` elements apart (no vectors).
 template <class T, int V, class I>
 PHOBOS_INLINE void load_group_strided(const T* p, I stride, I col, I extent, bool inside,
-                                      T (&out)[V], bool (&valid)[V]) {
+                                      T (&out)[V], unsigned& valid) {
+    valid = 0;
 #pragma unroll
     for (int i = 0; i < V; ++i) {
-        valid[i] = inside && below<I>(col + i, extent);
-        out[i] = valid[i] ? p[static_cast<long long>(i) * stride] : T();
+        const bool present = inside && below<I>(col + i, extent);
+        out[i] = present ? p[static_cast<long long>(i) * stride] : T();
+        valid |= static_cast<unsigned>(present) << i;
     }
 }
 
