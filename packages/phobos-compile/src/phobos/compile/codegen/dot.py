@@ -251,15 +251,59 @@ def _product(
 def _mma(
     ctx: EmitContext, layout: MmaLayout, name: str, staged: _Staged, dtype: str, k: int
 ) -> None:
-    """Each warp's tiles: fragments from shared memory, one mma.sync per k-step of 16."""
+    """Each warp's tiles: fragments from shared memory, one mma.sync per tile and k-step of 16.
+
+    When each row of 16x8 tiles splits evenly over the warps, a warp's tiles
+    (``t = r * warps + warp``) sit in rows known at compile time and columns
+    ``warp`` apart, so the k-step loads each row's ``a`` fragment and each
+    column's ``b`` fragment once and reuses them across the warp's tiles.
+    """
+    warps = ctx.threads // 32
+    per_row = layout.tiles_per_row
     words_a = ctx.fresh("frag_a")
     ctx.line(f"const unsigned* {words_a} = reinterpret_cast<const unsigned*>({staged.a});")
+    if layout.guarded or per_row % warps:
+        _mma_per_tile(ctx, layout, name, staged, words_a, dtype, k)
+        return
+    rows = {r: r * warps // per_row for r in range(layout.repeats)}
+    columns = {r: r * warps % per_row for r in range(layout.repeats)}
+    ctx.line("const int warp = tid / 32;")
+    ctx.line("const int k0 = (tid % 4) * 2;")
+    ctx.line("const int bk = (tid % 8) + ((tid / 8) % 2) * 8;  // the b row this lane addresses")
+    ctx.directive("#pragma unroll")
+    with ctx.block(f"for (int kk = 0; kk < {k}; kk += 16)"):
+        for row in sorted(set(rows.values())):
+            a0 = f"(({row * 16} + (tid % 32) / 4) * {staged.a_row} + kk + k0) / 2"
+            a1 = f"(({row * 16 + 8} + (tid % 32) / 4) * {staged.a_row} + kk + k0) / 2"
+            ctx.line(
+                f"const unsigned fa{row}[4] = {{{words_a}[{a0}], {words_a}[{a1}], "
+                f"{words_a}[{a0} + 4], {words_a}[{a1} + 4]}};"
+            )
+        for column in sorted(set(columns.values())):
+            ctx.line(f"unsigned fb{column}[2];")
+            address = f"{staged.b} + (kk + bk) * {staged.b_row} + ({column} + warp) * 8"
+            ctx.line(f"phobos::load_matrix_x2_trans(fb{column}, {address});")
+        for r in range(layout.repeats):
+            operands = f"{name}[{r}], fa{rows[r]}, fb{columns[r]}"
+            ctx.line(f"phobos::mma_16816<{ctype(dtype)}>({operands});")
+
+
+def _mma_per_tile(
+    ctx: EmitContext,
+    layout: MmaLayout,
+    name: str,
+    staged: _Staged,
+    words_a: str,
+    dtype: str,
+    k: int,
+) -> None:
+    """Any tiling: each tile loads its own fragments."""
     with group_loop(ctx, layout, skip_padding=True):
         per_row = layout.tiles_per_row
         ctx.line(f"const int am = ((g / 32) / {per_row}) * 16 + (g % 32) / 4;")
         ctx.line(f"const int bn = ((g / 32) % {per_row}) * 8;")
         ctx.line("const int k0 = (g % 4) * 2;")
-        ctx.line("const int bk = (g % 8) + ((g / 8) % 2) * 8;  // the row this lane addresses")
+        ctx.line("const int bk = (g % 8) + ((g / 8) % 2) * 8;  // the b row this lane addresses")
         ctx.directive("#pragma unroll")
         with ctx.block(f"for (int kk = 0; kk < {k}; kk += 16)"):
             a0 = f"(am * {staged.a_row} + kk + k0) / 2"
