@@ -263,7 +263,7 @@ def run_on_host(launches: list[tuple[GeneratedKernel, tuple[int, ...], list]], w
 
 
 CASES = {
-    "scaled": (
+    "scaled": (  # one warp: a and b fragments shared across its tiles
         """\
 kernel scaled(a: tensor<f16>[M, K], b: tensor<f16>[K, N], c: tensor<f32>[M, N]) {
     let m = ctx.block.y * 32
@@ -340,13 +340,13 @@ kernel matmul(a: tensor<f16>[M, K], b: tensor<f16>[K, N], c: tensor<f32>[M, N]) 
     c[m :+ BM, n :+ BN] = acc
 }
 """,
-        {"BM": 32, "BN": 16, "BK": 16},
+        {"BM": 128, "BN": 16, "BK": 64},  # 8 warps over 2 tiles a row: fragments per tile
         lambda rng: [
-            rng.standard_normal((50, 45)).astype(np.float16),
-            rng.standard_normal((45, 40)).astype(np.float16),
-            np.zeros((50, 40), np.float32),
+            rng.standard_normal((130, 70)).astype(np.float16),
+            rng.standard_normal((70, 20)).astype(np.float16),
+            np.zeros((130, 20), np.float32),
         ],
-        (3, 2),
+        (2, 2),
     ),
     "saxpy": (
         """\
