@@ -376,6 +376,9 @@ def test_dot_runs_on_the_tensor_cores_and_keeps_the_accumulator_in_registers(dty
     source = generated.source
     loop = source[source.index("for (index_t v_k") : source.index('#line 9 "kernel.ph"')]
     assert "v_acc[r][i] = " in loop and "staged" not in loop  # no layout change per step
+    # software-pipelined: the first k-step's copies before the loop, the next one's inside
+    assert source.count("copy_group_async") == 4 and loop.count("copy_group_async") == 2
+    assert loop.index("copy_async_wait") < loop.index("copy_group_async") < loop.index("mma_16816")
     ptx = compile_90(source)
     warps = generated.contract.block[0] // 32
     per_thread = (64 // 16) * (64 // 8) // warps * (32 // 16)  # tiles per warp x k-steps

@@ -60,7 +60,7 @@ def result_layout(ctx: EmitContext, dot: ir.Dot) -> AnyLayout:
 
 
 @dataclass(frozen=True)
-class _Staged:
+class Staged:
     """``a[m * a_row + k]`` and ``b[k * b_row + n]`` in shared memory."""
 
     a: str
@@ -75,10 +75,8 @@ def emit_dot(ctx: EmitContext, node: ir.Dot, operand: Operand, indices: Indices)
     acc = to_layout(ctx, operand(node.acc), layout)
     (m, k), n = node.a.type.shape, node.type.shape[1]
     dtype = node.a.type.dtype
-    size = byte_size(dtype, ctx.index_width)
-    a_bytes = _round16(m * (k + _PAD) * size)
-    b_bytes = _round16(k * (n + _PAD) * size)
-    copies = [_copyable(ctx, node.a), _copyable(ctx, node.b)]
+    a_bytes, b_bytes = operand_bytes(ctx, node)
+    copies = [copyable(ctx, node.a), copyable(ctx, node.b)]
     if all(copies):
         a_idx, b_idx = indices(node.a.indices), indices(node.b.indices)
         scratch = ctx.need_scratch(a_bytes + b_bytes)
@@ -89,14 +87,21 @@ def emit_dot(ctx: EmitContext, node: ir.Dot, operand: Operand, indices: Indices)
         ctx.line("phobos::copy_async_wait();")
         ctx.line("__syncthreads();")
         partial = node.a.type.partial or node.b.type.partial
-        present = _window_meet(ctx, a_access, a_idx, b_access, b_idx, k) if partial else None
+        present = window_meet(ctx, a_access, a_idx, b_access, b_idx, k) if partial else None
     else:
         a, b = operand(node.a), operand(node.b)
         present, staged = _stage_through_registers(ctx, a, b, a_bytes, b_bytes)
-    return _product(ctx, node, layout, staged, acc, present)
+    return product(ctx, node, layout, staged, acc, present)
 
 
-def _copyable(ctx: EmitContext, e: ir.Expr) -> bool:
+def operand_bytes(ctx: EmitContext, node: ir.Dot) -> tuple[int, int]:
+    """Bytes of the staged ``a`` and ``b`` (rows padded, each rounded to 16)."""
+    (m, k), n = node.a.type.shape, node.type.shape[1]
+    size = byte_size(node.a.type.dtype, ctx.index_width)
+    return _round16(m * (k + _PAD) * size), _round16(k * (n + _PAD) * size)
+
+
+def copyable(ctx: EmitContext, e: ir.Expr) -> bool:
     """A window load that ``cp.async`` can move group by group (16 bytes per group)."""
     if not isinstance(e, ir.Load) or e.type.dtype not in _TENSOR_CORE_DTYPES:
         return False
@@ -114,18 +119,18 @@ def _copyable(ctx: EmitContext, e: ir.Expr) -> bool:
 
 def _buffers(
     ctx: EmitContext, dtype: str, scratch: str, a_bytes: int, a_row: int, b_row: int
-) -> _Staged:
+) -> Staged:
     c = ctype(dtype)
     sa, sb = ctx.fresh("dot_a"), ctx.fresh("dot_b")
     ctx.line("__syncthreads();")
     ctx.line(f"{c}* {sa} = reinterpret_cast<{c}*>({scratch});")
     ctx.line(f"{c}* {sb} = reinterpret_cast<{c}*>({scratch} + {a_bytes});")
-    return _Staged(sa, sb, a_row, b_row)
+    return Staged(sa, sb, a_row, b_row)
 
 
 def _stage_through_registers(
     ctx: EmitContext, a: TileValue, b: TileValue, a_bytes: int, b_bytes: int
-) -> tuple[str | None, _Staged]:
+) -> tuple[str | None, Staged]:
     """Write both operands' lanes to shared memory; with absent lanes, also their k bit sets."""
     (m, k), n = a.layout.shape, b.layout.shape[1]
     words = -(-k // 64)
@@ -161,7 +166,7 @@ def _stage_through_registers(
     return "((" + " | ".join(terms) + ") != 0)", staged
 
 
-def _window_meet(
+def window_meet(
     ctx: EmitContext,
     a_access: TensorAccess,
     a_idx: list[memory.AxisIndex],
@@ -212,11 +217,11 @@ def _below(index: str, extent: str) -> str:
     return f"phobos::below<{INDEX_CTYPE}>({index}, {extent})"
 
 
-def _product(
+def product(
     ctx: EmitContext,
     node: ir.Dot,
     layout: AnyLayout,
-    staged: _Staged,
+    staged: Staged,
     acc: TileValue,
     present: str | None,
 ) -> TileValue:
@@ -249,7 +254,7 @@ def _product(
 
 
 def _mma(
-    ctx: EmitContext, layout: MmaLayout, name: str, staged: _Staged, dtype: str, k: int
+    ctx: EmitContext, layout: MmaLayout, name: str, staged: Staged, dtype: str, k: int
 ) -> None:
     """Each warp's tiles: fragments from shared memory, one mma.sync per tile and k-step of 16.
 
@@ -292,7 +297,7 @@ def _mma_per_tile(
     ctx: EmitContext,
     layout: MmaLayout,
     name: str,
-    staged: _Staged,
+    staged: Staged,
     words_a: str,
     dtype: str,
     k: int,

@@ -13,6 +13,7 @@ from __future__ import annotations
 from phobos.compile.codegen import memory
 from phobos.compile.codegen.context import EmitContext
 from phobos.compile.codegen.conversions import to_layout
+from phobos.compile.codegen.dot_loop import emit_pipelined_loop, pipelined_dot
 from phobos.compile.codegen.dtypes import ctype
 from phobos.compile.codegen.expressions import axis_indices, emit, scalar, tile
 from phobos.compile.codegen.lanes import all_lanes, declare_tile, set_mask_lane
@@ -105,6 +106,18 @@ def _store(ctx: EmitContext, stmt: ir.Store) -> None:
 
 
 def _for(ctx: EmitContext, stmt: ir.For) -> None:
+    dot = pipelined_dot(ctx, stmt)
+    if dot is not None:
+        emit_pipelined_loop(
+            ctx,
+            stmt,
+            dot,
+            lambda e: tile(ctx, e),
+            lambda indices: axis_indices(ctx, indices),
+            lambda e: scalar(ctx, e),
+            lambda var, value: _copy_lanes(ctx, var, value),
+        )
+        return
     var = variable_name(stmt.var.name)
     c = ctype(stmt.var.type.dtype)
     stop, step = ctx.fresh("s"), ctx.fresh("s")
