@@ -61,7 +61,7 @@ def _race(store: Access, other: Access, axes: frozenset[str]) -> Diagnostic | No
     if all(_separates(store, other, axis) for axis in apart):
         return None
     if other is store:
-        definite = _same_everywhere(store, apart) or _neighbours_overlap(store, apart)
+        definite = _same_everywhere(store) or _neighbours_overlap(store, apart)
         if definite is not None:
             return definite
     return _unproven(store, other)
@@ -153,7 +153,7 @@ def _offsets(start: Affine, length: int) -> tuple[int, int] | None:
     return start.constant + iterations[0], start.constant + iterations[1] + length - 1
 
 
-def _same_everywhere(store: Access, apart: list[str]) -> Diagnostic | None:
+def _same_everywhere(store: Access) -> Diagnostic | None:
     starts = [_pin(axis, store)[0] for axis in store.axes]
     if any(s is None or s.blocks() for s in starts):
         return None
