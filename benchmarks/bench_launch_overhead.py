@@ -78,6 +78,35 @@ def bare_launcher(compiled, x, y, out):
     return launch
 
 
+def per_call_us(call, count: int = 20000) -> float:
+    """Host time of a call that launches nothing (median of a few loops)."""
+    samples = []
+    for _ in range(5):
+        start = time.perf_counter()
+        for _ in range(count):
+            call()
+        samples.append((time.perf_counter() - start) / count * 1e6)
+    return statistics.median(samples)
+
+
+def breakdown(x, y, out, grid) -> dict:
+    """Where a Phobos launch's host time goes: each layer alone."""
+    (loaded,) = vector_add.loaded.values()
+    args = (x, y, out)
+    block = loaded.parameter_block()
+    fast = loaded._fast
+    driver = loaded.driver
+    return {
+        "launcher_launch": per_launch_us(lambda: loaded.launch(grid, args)),
+        "launcher_bind_only": per_call_us(lambda: fast(args, block.write)),
+        "cuCtxGetCurrent": per_call_us(driver.current_context),
+        "torch_reads_3_tensors": per_call_us(
+            lambda: [(t.is_cuda, t.dtype, t.shape, t.data_ptr(), t.stride()) for t in args]
+        ),
+        "torch_current_raw_stream": per_call_us(lambda: torch._C._cuda_getCurrentRawStream(0)),
+    }
+
+
 def main() -> dict:
     x, y = torch.randn(N, device="cuda"), torch.randn(N, device="cuda")
     out = torch.empty_like(x)
@@ -99,6 +128,7 @@ def main() -> dict:
         "triton": per_launch_us(lambda: triton_add[grid](x, y, out, N, BLOCK_SIZE=block)),
         "torch_add": per_launch_us(lambda: torch.add(x, y, out=out)),
     }
+    figures.update(breakdown(x, y, out, grid))
     figures["phobos_over_triton"] = figures["phobos_tuple_grid"] / figures["triton"]
     figures["phobos_over_bare"] = figures["phobos_tuple_grid"] / figures["bare_cuLaunchKernel"]
     for name, value in figures.items():
