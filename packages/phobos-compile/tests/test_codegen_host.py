@@ -37,6 +37,7 @@ EMULATION = r"""
 #include <thread>
 #include <vector>
 #include <math.h>
+#include <mutex>
 #define __device__
 #define __global__
 #define __forceinline__ inline
@@ -64,6 +65,31 @@ inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
 inline double rsqrt(double x) { return 1.0 / std::sqrt(x); }
 inline unsigned long long atomicOr(unsigned long long* p, unsigned long long v) {
     return __atomic_fetch_or(p, v, __ATOMIC_SEQ_CST);
+}
+std::mutex emulated_atomics;
+template <class T> T atomicAdd(T* p, T v) {
+    std::lock_guard<std::mutex> hold(emulated_atomics);
+    T old = *p;
+    *p = old + v;
+    return old;
+}
+template <class T> T atomicMax(T* p, T v) {
+    std::lock_guard<std::mutex> hold(emulated_atomics);
+    T old = *p;
+    if (v > old) *p = v;
+    return old;
+}
+template <class T> T atomicExch(T* p, T v) {
+    std::lock_guard<std::mutex> hold(emulated_atomics);
+    T old = *p;
+    *p = v;
+    return old;
+}
+template <class T> T atomicCAS(T* p, T compare, T v) {
+    std::lock_guard<std::mutex> hold(emulated_atomics);
+    T old = *p;
+    if (old == compare) *p = v;
+    return old;
 }
 
 // The runtime's inline PTX, emulated: cp.async is a copy; ldmatrix and mma.sync pool
@@ -263,6 +289,34 @@ def run_on_host(launches: list[tuple[GeneratedKernel, tuple[int, ...], list]], w
 
 
 CASES = {
+    "accumulate": (
+        """\
+kernel accumulate(x: tensor<f32>[N], total: tensor<f32>[64], big: tensor<f32>[1],
+                  lock: tensor<i32>[1], counts: tensor<i32>[4], h: tensor<f16>[2]) {
+    let b = ctx.block.x * 64
+    atomic_add(total[0 :+ 64], fill(x[b :+ 64], 0.0))
+    atomic_max(big[0], max(x[b :+ 64], axis=0))
+    atomic_add(h[0 :+ 2], f16(x[b :+ 2]))
+    var old = atomic_cas(lock[0], 0, 1)
+    while old != 0 {
+        old = atomic_cas(lock[0], 0, 1)
+    }
+    counts[0] = counts[0] + 1
+    let prev = atomic_xchg(lock[0], 0)
+    atomic_add(counts[1 :+ 2], zeros<i32>[2] + prev)
+}
+""",
+        {},
+        lambda rng: [
+            rng.standard_normal(200).astype(np.float32),
+            np.zeros(64, np.float32),
+            np.full(1, -5.0, np.float32),
+            np.zeros(1, np.int32),
+            np.zeros(4, np.int32),
+            np.zeros(2, np.float16),
+        ],
+        (4,),
+    ),
     "scaled": (  # one warp: a and b fragments shared across its tiles
         """\
 kernel scaled(a: tensor<f16>[M, K], b: tensor<f16>[K, N], c: tensor<f32>[M, N]) {

@@ -49,8 +49,9 @@ class GeneratedKernel:
 def generate(kernel: ir.Kernel, spec: Specialization, arch: str) -> GeneratedKernel:
     """CUDA C++ for one variant, specialised by ``spec``, and its launch contract for ``arch``."""
     nodes = list(_walk(kernel.body))
-    written = frozenset(n.tensor.name for n in nodes if isinstance(n, ir.Store))
-    read = frozenset(n.tensor.name for n in nodes if isinstance(n, ir.Load))
+    atomics = (ir.AtomicAdd, ir.AtomicMax, ir.AtomicXchg, ir.AtomicCas)
+    written = frozenset(n.tensor.name for n in nodes if isinstance(n, (ir.Store, *atomics)))
+    read = frozenset(n.tensor.name for n in nodes if isinstance(n, (ir.Load, *atomics)))
     shapes = {n.type.shape for n in nodes if isinstance(getattr(n, "type", None), ir.TileT)}
     moved = [
         byte_size(n.tensor.dtype, spec.index_width)

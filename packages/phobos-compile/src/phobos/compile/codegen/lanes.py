@@ -61,11 +61,17 @@ def all_lanes(
             ctx.line(text)
 
 
-def declare_tile(ctx: EmitContext, ctype: str, name: str, layout: Layout, masked: bool) -> None:
-    """``name[r][i]``, and with ``masked`` one word of presence bits per group (bit i: lane i)."""
-    ctx.line(f"{ctype} {name}[{layout.repeats}][{layout.vec}];")
+def declare_tile(
+    ctx: EmitContext, ctype: str, name: str, layout: Layout, masked: bool, user: bool = False
+) -> None:
+    """``name[r][i]``, and with ``masked`` one word of presence bits per group (bit i: lane i).
+
+    ``user``: the user's variable, which the program may leave unused (no warning).
+    """
+    unused = "[[maybe_unused]] " if user else ""
+    ctx.line(f"{unused}{ctype} {name}[{layout.repeats}][{layout.vec}];")
     if masked:
-        ctx.line(f"unsigned {name}_m[{layout.repeats}] = {{}};")
+        ctx.line(f"{unused}unsigned {name}_m[{layout.repeats}] = {{}};")
 
 
 def mask_lane(name: str, lane: str = "i") -> str:

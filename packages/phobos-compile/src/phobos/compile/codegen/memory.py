@@ -45,7 +45,7 @@ class AxisIndex:
     start_multiple: int = 1  # the start is provably a multiple of this
 
 
-def _order(ctx: EmitContext, access: TensorAccess) -> None:
+def order_accesses(ctx: EmitContext, access: TensorAccess) -> None:
     """A tensor the kernel both reads and writes: order the block's accesses to it.
 
     The kernel body runs once per block, so a read must see the block's earlier
@@ -60,7 +60,7 @@ def _unsigned(index_width: int) -> str:
     return f"phobos::u{index_width}"
 
 
-def _in_bounds(ctx: EmitContext, index: str, extent: str) -> str:
+def in_bounds(ctx: EmitContext, index: str, extent: str) -> str:
     u = _unsigned(ctx.index_width)
     return f"{u}({index}) < {u}({extent})"
 
@@ -83,7 +83,7 @@ def _group_indices(indices: list[AxisIndex], layout: Layout) -> list[str]:
     return out
 
 
-def _offset(access: TensorAccess, indices: list[str]) -> str:
+def element_offset(access: TensorAccess, indices: list[str]) -> str:
     terms = []
     for axis, index in enumerate(indices):
         stride = access.stride(axis)
@@ -122,7 +122,7 @@ def _inside(
     terms = []
     if check_bounds:
         terms = [
-            _in_bounds(ctx, index, access.extent(axis))
+            in_bounds(ctx, index, access.extent(axis))
             for axis, index in enumerate(indices)
             if axis != lane_axis
         ]
@@ -140,7 +140,7 @@ def load_tile(
     partial: bool,
 ) -> TileValue:
     """Materialise a window of the tensor into registers; lanes outside it are absent."""
-    _order(ctx, access)
+    order_accesses(ctx, access)
     name = ctx.fresh()
     declare_tile(ctx, ctype(dtype), name, layout, partial)
     lane_axis = _lane_axis(indices)
@@ -151,7 +151,7 @@ def load_tile(
         start = len(ctx.lines)
         group = _group_indices(indices, layout)
         inside = _inside(ctx, access, group, lane_axis, layout, partial)
-        pointer = f"{access.pointer} + ({_offset(access, group)})"
+        pointer = f"{access.pointer} + ({element_offset(access, group)})"
         stride = access.stride(lane_axis)
         if partial:
             extent = access.extent(lane_axis)
@@ -181,7 +181,7 @@ def store_tile(
     Each run of lanes contiguous along the last axis (the whole group in the
     default layout, pairs of columns in ``mma`` fragments) is one store group.
     """
-    _order(ctx, access)
+    order_accesses(ctx, access)
     layout = value.layout
     lane_axis = _lane_axis(indices)
     c = ctype(value.dtype)
@@ -213,7 +213,7 @@ def _store_run(
     start = len(ctx.lines)
     group = _group_indices(indices, layout)
     inside = _inside(ctx, access, group, lane_axis, layout, True)
-    pointer = f"{access.pointer} + ({_offset(access, group)})"
+    pointer = f"{access.pointer} + ({element_offset(access, group)})"
     stride = access.stride(lane_axis)
     values = f"lanes + {first}, present + {first}" if first else "lanes, present"
     args = f"{group[lane_axis]}, {access.extent(lane_axis)}, {inside}, {values}"
@@ -239,14 +239,14 @@ def copy_tile_async(
     memory; a boundary group is copied lane by lane with zeros for absent lanes.
     The caller waits (``phobos::copy_async_wait``) and synchronises.
     """
-    _order(ctx, access)
+    order_accesses(ctx, access)
     lane_axis = _lane_axis(indices)
     test = "true" if _needs_alignment_test(ctx, access, indices, layout.vec, 16) else "false"
     with group_loop(ctx, layout, skip_padding=True):
         start = len(ctx.lines)
         group = _group_indices(indices, layout)
         inside = _inside(ctx, access, group, lane_axis, layout, True)
-        pointer = f"{access.pointer} + ({_offset(access, group)})"
+        pointer = f"{access.pointer} + ({element_offset(access, group)})"
         target = f"{buffer} + c0 * {row} + c1"
         args = f"{target}, {pointer}, {group[lane_axis]}, {access.extent(lane_axis)}, {inside}"
         ctx.line(f"phobos::copy_group_async<{layout.vec}, {test}>({args});")
@@ -255,14 +255,14 @@ def copy_tile_async(
 
 def _point_access(ctx: EmitContext, access: TensorAccess, indices: list[str]) -> tuple[str, str]:
     inside = " && ".join(
-        _in_bounds(ctx, index, access.extent(axis)) for axis, index in enumerate(indices)
+        in_bounds(ctx, index, access.extent(axis)) for axis, index in enumerate(indices)
     )
-    return inside or "true", f"{access.pointer}[{_offset(access, indices) or '0'}]"
+    return inside or "true", f"{access.pointer}[{element_offset(access, indices) or '0'}]"
 
 
 def load_scalar(ctx: EmitContext, access: TensorAccess, indices: list[str], dtype: str) -> str:
     """One element, read by every thread; an index outside the tensor reads as zero."""
-    _order(ctx, access)
+    order_accesses(ctx, access)
     inside, element = _point_access(ctx, access, indices)
     name = ctx.fresh("s")
     ctx.line(f"const {ctype(dtype)} {name} = ({inside}) ? {element} : {ctype(dtype)}();")
@@ -271,7 +271,7 @@ def load_scalar(ctx: EmitContext, access: TensorAccess, indices: list[str], dtyp
 
 def store_scalar(ctx: EmitContext, access: TensorAccess, indices: list[str], value: str) -> None:
     """One element, written once per block (by thread 0); skipped outside the tensor."""
-    _order(ctx, access)
+    order_accesses(ctx, access)
     inside, element = _point_access(ctx, access, indices)
     with ctx.block(f"if (tid == 0 && {inside})"):
         ctx.line(f"{element} = {value};")

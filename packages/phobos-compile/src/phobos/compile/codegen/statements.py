@@ -11,13 +11,16 @@ block-uniform, so barriers inside them are reached by every thread.
 from __future__ import annotations
 
 from phobos.compile.codegen import memory
+from phobos.compile.codegen.atomics import emit_atomic
 from phobos.compile.codegen.context import EmitContext
 from phobos.compile.codegen.conversions import to_layout
+from phobos.compile.codegen.debug import emit_assert, emit_trace
 from phobos.compile.codegen.dot_loop import emit_pipelined_loop, pipelined_dot
 from phobos.compile.codegen.dtypes import ctype
 from phobos.compile.codegen.expressions import axis_indices, emit, scalar, tile
 from phobos.compile.codegen.lanes import all_lanes, declare_tile, set_mask_lane
 from phobos.compile.codegen.values import TileValue, variable_name
+from phobos.compile.diagnostics import error
 from phobos.compile.ir import nodes as ir
 from phobos.compile.span import Span
 
@@ -53,15 +56,26 @@ def emit_statement(ctx: EmitContext, stmt: ir.Stmt) -> None:
         _while(ctx, stmt)
     elif isinstance(stmt, ir.Return):
         ctx.line("return;")
+    elif isinstance(stmt, (ir.AtomicAdd, ir.AtomicMax, ir.AtomicXchg, ir.AtomicCas)):
+        emit_atomic(ctx, stmt)
+    elif isinstance(stmt, ir.Trace):
+        emit_trace(ctx, stmt)
+    elif isinstance(stmt, ir.DeviceAssert):
+        emit_assert(ctx, stmt)
     else:
-        raise TypeError(f"not a statement: {stmt!r}")
+        raise error(
+            stmt.span,
+            f"'{type(stmt).__name__}' is not supported by the GPU code generator yet",
+            help="run this kernel in the CPU interpreter",
+        )
 
 
 def _define(ctx: EmitContext, var: ir.Variable, value: ir.Expr) -> None:
     name = variable_name(var.name)
     if isinstance(var.type, ir.ScalarT):
         const = "" if var.mutable else "const "
-        ctx.line(f"{const}{ctype(var.type.dtype)} {name} = {scalar(ctx, value)};")
+        declared = f"[[maybe_unused]] {const}{ctype(var.type.dtype)} {name}"
+        ctx.line(f"{declared} = {scalar(ctx, value)};")
         ctx.facts.define(var, value)
         return
     computed = tile(ctx, value)
@@ -71,7 +85,7 @@ def _define(ctx: EmitContext, var: ir.Variable, value: ir.Expr) -> None:
     elif computed.anywhere:  # a variable holds registers: give it the shape's own layout
         computed = to_layout(ctx, computed, ctx.layout(var.type.shape))
     ctx.bind_variable(var.name, computed.layout)
-    declare_tile(ctx, ctype(var.type.dtype), name, computed.layout, var.type.partial)
+    declare_tile(ctx, ctype(var.type.dtype), name, computed.layout, var.type.partial, user=True)
     _copy_lanes(ctx, var, computed)
 
 

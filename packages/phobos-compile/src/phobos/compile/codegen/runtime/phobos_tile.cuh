@@ -272,6 +272,78 @@ PHOBOS_INLINE void store_group_strided(T* p, I stride, I col, I extent, bool ins
     }
 }
 
+// ------------------------------------------------------------------ atomics
+// Native atomics where the hardware has them; otherwise a compare-and-swap loop on the
+// element's 16-, 32- or 64-bit word.  Each returns the element's old value.
+
+template <int BYTES> struct cas_word;
+template <> struct cas_word<2> { typedef unsigned short type; };
+template <> struct cas_word<4> { typedef unsigned int type; };
+template <> struct cas_word<8> { typedef unsigned long long type; };
+
+template <class T, class F> PHOBOS_INLINE T atomic_update(T* p, F next_of) {
+    typedef typename cas_word<sizeof(T)>::type W;
+    W* word = reinterpret_cast<W*>(p);
+    W seen = *reinterpret_cast<volatile W*>(word);
+    while (true) {
+        T current;
+        memcpy(&current, &seen, sizeof(T));
+        const T next = next_of(current);
+        W wanted;
+        memcpy(&wanted, &next, sizeof(T));
+        if (wanted == seen) return current;
+        const W before = atomicCAS(word, seen, wanted);
+        if (before == seen) return current;
+        seen = before;
+    }
+}
+
+template <class T> PHOBOS_INLINE constexpr bool is_integer() { return false; }
+template <> PHOBOS_INLINE constexpr bool is_integer<i16>() { return true; }
+template <> PHOBOS_INLINE constexpr bool is_integer<u16>() { return true; }
+template <> PHOBOS_INLINE constexpr bool is_integer<i32>() { return true; }
+template <> PHOBOS_INLINE constexpr bool is_integer<u32>() { return true; }
+template <> PHOBOS_INLINE constexpr bool is_integer<i64>() { return true; }
+template <> PHOBOS_INLINE constexpr bool is_integer<u64>() { return true; }
+
+template <class T> PHOBOS_INLINE T atomic_add(T* p, T v) {
+    if constexpr (is_integer<T>() && sizeof(T) == 8) {  // two's complement: i64 adds as u64
+        typedef unsigned long long U;
+        return T(atomicAdd(reinterpret_cast<U*>(p), static_cast<U>(v)));
+    } else if constexpr (sizeof(T) >= 4 || narrow_float<T>()) {
+        return atomicAdd(p, v);
+    } else {
+        return atomic_update(p, [v](T x) { return cast<T>(x + v); });
+    }
+}
+
+template <class T> PHOBOS_INLINE T atomic_max(T* p, T v) {
+    if constexpr (is_integer<T>() && sizeof(T) >= 4) {
+        return atomicMax(p, v);
+    } else {
+        return atomic_update(p, [v](T x) { return max(x, v); });
+    }
+}
+
+template <class T> PHOBOS_INLINE T atomic_xchg(T* p, T v) {
+    if constexpr (sizeof(T) == 4) {
+        return atomicExch(p, v);
+    } else {
+        return atomic_update(p, [v](T) { return v; });
+    }
+}
+
+template <class T> PHOBOS_INLINE T atomic_cas(T* p, T compare, T v) {
+    typedef typename cas_word<sizeof(T)>::type W;
+    W c, n;
+    memcpy(&c, &compare, sizeof(T));
+    memcpy(&n, &v, sizeof(T));
+    const W before = atomicCAS(reinterpret_cast<W*>(p), c, n);
+    T out;
+    memcpy(&out, &before, sizeof(T));
+    return out;
+}
+
 // ------------------------------------------------------------------ reductions
 
 // Exchange with the lane whose index differs in the bits of `lane_mask` (all 32 lanes take part).
