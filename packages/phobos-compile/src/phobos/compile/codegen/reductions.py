@@ -59,7 +59,7 @@ def reduce_to_scalar(ctx: EmitContext, value: TileValue, op: str, dtype: str) ->
     value = _plain(ctx, value)
     rows = _row_partials(ctx, value, op)
     total = ctx.fresh("s")
-    if rows.per_row == 1 and value.layout.repeats == 1:
+    if rows.per_row == 1 and rows.slots == 1:
         ctx.line(f"const {ctype(rows.acc)} {total} = {rows.part}[0];")
     else:
         staged = _stage_partials(ctx, value.layout, rows)
@@ -105,7 +105,7 @@ def _reduce_rows(ctx: EmitContext, value: TileValue, op: str, dtype: str) -> Til
     c = ctype(dtype)
     held = RowLayout(layout)
     if rows.per_row == 1:  # the shuffles reached every group of the row
-        return TileValue(dtype, held, f"phobos::cast<{c}>({rows.part}[r])")
+        return TileValue(dtype, held, f"phobos::cast<{c}>({rows.part}[{rows.slot_of}])")
     staged = _stage_partials(ctx, layout, rows)
     name = ctx.fresh()
     declare_tile(ctx, c, name, held, False)
@@ -157,44 +157,61 @@ def _lane_or_identity(value: TileValue, op: str, acc: str, index_width: int) -> 
 
 @dataclass(frozen=True)
 class _RowPartials:
-    """Per thread and repeat, ``part[r]``: the partial result of a group's row.
+    """Per thread, ``part[slot]``: partial results of the rows of its groups.
 
-    After the shuffles, threads ``width`` apart within a row hold one partial
-    each: ``per_row`` partials per row remain to be combined.
+    A repeat's slot is ``slot_of`` (a C expression of ``r``): the repeat itself,
+    or, when a row spans several repeats of every thread, the row.  After the
+    shuffles, threads ``width`` apart within a row hold one partial each:
+    ``per_row`` partials per row remain to be combined.
     """
 
     part: str
     acc: str
-    op: str
+    slots: int
+    slot_of: str
     width: int
     per_row: int
+    spans: int  # repeats per row (1: a row lies within one repeat's threads)
 
 
 def _row_partials(ctx: EmitContext, value: TileValue, op: str) -> _RowPartials:
-    """Combine each group's lanes, then shuffle across the groups of a row in the warp."""
+    """Combine each thread's lanes of a row, then shuffle across the row's threads in the warp."""
     layout = value.layout
     assert isinstance(layout, Layout)
     acc = _accumulator(value.dtype)
     identity = _identity(op, acc, ctx.index_width)
+    groups_per_row = layout.groups_per_row
+    # A row longer than the CTA: each thread holds groups_per_row / threads repeats of it.
+    spans = groups_per_row // layout.threads if groups_per_row % layout.threads == 0 else 1
+    slots = layout.repeats // spans
+    slot_of = f"r / {spans}" if spans > 1 else "r"
     part = ctx.fresh("part")
-    ctx.line(f"{ctype(acc)} {part}[{layout.repeats}];")
+    ctx.line(f"{ctype(acc)} {part}[{slots}];")
+    ctx.directive("#pragma unroll")
+    with ctx.block(f"for (int j = 0; j < {slots}; ++j)"):
+        ctx.line(f"{part}[j] = {identity};")
     with group_loop(ctx, layout):
-        ctx.line(f"{part}[r] = {identity};")
         if layout.guarded:
             ctx.line(f"if (g >= {layout.groups}) continue;")
         with lane_loop(ctx, layout):
             lane = _lane_or_identity(value, op, acc, ctx.index_width)
-            ctx.line(f"{part}[r] = {_combine(op, f'{part}[r]', lane)};")
-    groups_per_row = layout.groups_per_row
-    width = min(groups_per_row, WARP) if groups_per_row & (groups_per_row - 1) == 0 else 1
+            slot = f"{part}[{slot_of}]"
+            ctx.line(f"{slot} = {_combine(op, slot, lane)};")
+    if spans > 1:
+        width = WARP
+    elif groups_per_row & (groups_per_row - 1) == 0:
+        width = min(groups_per_row, WARP)
+    else:
+        width = 1
     offset = width // 2
     while offset >= 1:
         ctx.directive("#pragma unroll")
-        with ctx.block(f"for (int r = 0; r < {layout.repeats}; ++r)"):
-            shuffled = f"phobos::shuffle_xor({part}[r], {offset})"
-            ctx.line(f"{part}[r] = {_combine(op, f'{part}[r]', shuffled)};")
+        with ctx.block(f"for (int j = 0; j < {slots}; ++j)"):
+            shuffled = f"phobos::shuffle_xor({part}[j], {offset})"
+            ctx.line(f"{part}[j] = {_combine(op, f'{part}[j]', shuffled)};")
         offset //= 2
-    return _RowPartials(part, acc, op, width, groups_per_row // width)
+    per_row = layout.threads // WARP if spans > 1 else groups_per_row // width
+    return _RowPartials(part, acc, slots, slot_of, width, per_row, spans)
 
 
 def _partial_row(layout: Layout, rows: _RowPartials) -> str:
@@ -210,12 +227,19 @@ def _stage_partials(ctx: EmitContext, layout: Layout, rows: _RowPartials) -> str
     staged = ctx.fresh("staged")
     ctx.line("__syncthreads();")
     ctx.line(f"{c}* {staged} = reinterpret_cast<{c}*>({scratch});")
-    per_row = layout.groups_per_row
-    writer = f"g % {rows.width} == 0" if rows.width > 1 else "true"
-    k = f"(g % {per_row}) / {rows.width}" if rows.per_row > 1 else "0"
-    position = f"{_partial_row(layout, rows)} * {rows.per_row} + {k}"
-    with group_loop(ctx, layout, skip_padding=True), ctx.block(f"if ({writer})"):
-        ctx.line(f"{staged}[{position}] = {rows.part}[r];")
+    if rows.spans > 1:  # slot j is row j; one partial per warp
+        ctx.directive("#pragma unroll")
+        with ctx.block(f"for (int j = 0; j < {rows.slots}; ++j)"):
+            ctx.line(
+                f"if (tid % 32 == 0) {staged}[j * {rows.per_row} + tid / 32] = {rows.part}[j];"
+            )
+    else:
+        per_row = layout.groups_per_row
+        writer = f"g % {rows.width} == 0" if rows.width > 1 else "true"
+        k = f"(g % {per_row}) / {rows.width}" if rows.per_row > 1 else "0"
+        position = f"{_partial_row(layout, rows)} * {rows.per_row} + {k}"
+        with group_loop(ctx, layout, skip_padding=True), ctx.block(f"if ({writer})"):
+            ctx.line(f"{staged}[{position}] = {rows.part}[r];")
     ctx.line("__syncthreads();")
     return staged
 
