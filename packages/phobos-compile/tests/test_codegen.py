@@ -320,6 +320,8 @@ def test_row_reductions_use_warp_shuffles(bn):
     # A row of 16 groups is reduced by shuffles alone and stays in the row's threads;
     # a longer one also combines one partial per warp through shared memory.
     assert (generated.contract.static_smem > 0) == (bn > 32 * 4)
+    # max and sum: each one barrier pair at most, their rows' presence riding along
+    assert generated.source.count("__syncthreads();") == (4 if bn > 32 * 4 else 0)
     ptx = compile_90(generated.source)
     assert "shfl.sync.bfly.b32" in ptx
     assert count(r"ld\.global\.v4\.f32", ptx) > 0

@@ -24,7 +24,13 @@ from dataclasses import dataclass, replace
 from phobos.compile.codegen.context import EmitContext
 from phobos.compile.codegen.conversions import to_layout
 from phobos.compile.codegen.dtypes import byte_size, ctype, highest, literal, lowest
-from phobos.compile.codegen.lanes import all_lanes, declare_tile, group_loop, lane_loop
+from phobos.compile.codegen.lanes import (
+    all_lanes,
+    declare_tile,
+    group_loop,
+    lane_loop,
+    mask_lane,
+)
 from phobos.compile.codegen.layout import WARP, Layout, RowLayout
 from phobos.compile.codegen.values import TileValue
 from phobos.compile.ir import nodes as ir
@@ -81,11 +87,11 @@ def reduce_axis(
     (``RowLayout``); along another it is in ``layout``.
     """
     value = _plain(ctx, value)
+    present = type_.partial and value.mask is not None
     if axis == len(value.layout.shape) - 1:
-        result = _reduce_rows(ctx, value, op, type_.dtype)
-    else:
-        result = _reduce_through_shared(ctx, value, op, axis, layout, type_.dtype)
-    if not type_.partial or value.mask is None:
+        return _reduce_rows(ctx, value, op, type_.dtype, present)
+    result = _reduce_through_shared(ctx, value, op, axis, layout, type_.dtype)
+    if not present:
         return result
     presence = TileValue("i32", value.layout, f"({value.mask} ? 1 : 0)")
     present = reduce_axis(ctx, presence, "max", axis, layout, ir.TileT("i32", layout.shape))
@@ -97,26 +103,40 @@ def _plain(ctx: EmitContext, value: TileValue) -> TileValue:
     return to_layout(ctx, value, ctx.layout(value.layout.shape))
 
 
-def _reduce_rows(ctx: EmitContext, value: TileValue, op: str, dtype: str) -> TileValue:
-    """Each row's result, held by every thread of the row."""
+def _reduce_rows(
+    ctx: EmitContext, value: TileValue, op: str, dtype: str, present: bool
+) -> TileValue:
+    """Each row's result, held by every thread of the row.
+
+    With ``present``, whether any lane of the row is present travels with the
+    partials (same shuffles, same barrier) and becomes the result's mask.
+    """
     layout = value.layout
     assert isinstance(layout, Layout)
-    rows = _row_partials(ctx, value, op)
+    rows = _row_partials(ctx, value, op, present)
     c = ctype(dtype)
     held = RowLayout(layout)
     if rows.per_row == 1:  # the shuffles reached every group of the row
-        return TileValue(dtype, held, f"phobos::cast<{c}>({rows.part}[{rows.slot_of}])")
+        slot = f"[{rows.slot_of}]"
+        mask = f"({rows.part}_p{slot} != 0)" if present else None
+        return TileValue(dtype, held, f"phobos::cast<{c}>({rows.part}{slot})", mask)
     staged = _stage_partials(ctx, layout, rows)
     name = ctx.fresh()
-    declare_tile(ctx, c, name, held, False)
+    declare_tile(ctx, c, name, held, present)
     with group_loop(ctx, layout, skip_padding=True):
         ctx.line(f"{ctype(rows.acc)} total = {_identity(op, rows.acc, ctx.index_width)};")
+        if present:
+            ctx.line("int any = 0;")
         ctx.directive("#pragma unroll")
         with ctx.block(f"for (int k = 0; k < {rows.per_row}; ++k)"):
-            partial = f"{staged}[{_partial_row(layout, rows)} * {rows.per_row} + k]"
-            ctx.line(f"total = {_combine(op, 'total', partial)};")
+            position = f"{_partial_row(layout, rows)} * {rows.per_row} + k"
+            ctx.line(f"total = {_combine(op, 'total', f'{staged}[{position}]')};")
+            if present:
+                ctx.line(f"any |= {staged}_p[{position}];")
         ctx.line(f"{name}[r][0] = phobos::cast<{c}>(total);")
-    return TileValue(dtype, held, f"{name}[r][i]")
+        if present:
+            ctx.line(f"phobos::set_lane({name}_m[r], 0, any != 0);")
+    return TileValue(dtype, held, f"{name}[r][i]", mask_lane(name) if present else None)
 
 
 def _reduce_through_shared(
@@ -172,9 +192,12 @@ class _RowPartials:
     width: int
     per_row: int
     spans: int  # repeats per row (1: a row lies within one repeat's threads)
+    present: bool  # part_p[slot]: 1 where some lane of the row is present
 
 
-def _row_partials(ctx: EmitContext, value: TileValue, op: str) -> _RowPartials:
+def _row_partials(
+    ctx: EmitContext, value: TileValue, op: str, present: bool = False
+) -> _RowPartials:
     """Combine each thread's lanes of a row, then shuffle across the row's threads in the warp."""
     layout = value.layout
     assert isinstance(layout, Layout)
@@ -190,6 +213,8 @@ def _row_partials(ctx: EmitContext, value: TileValue, op: str) -> _RowPartials:
     ctx.directive("#pragma unroll")
     with ctx.block(f"for (int j = 0; j < {slots}; ++j)"):
         ctx.line(f"{part}[j] = {identity};")
+    if present:
+        ctx.line(f"int {part}_p[{slots}] = {{}};")
     with group_loop(ctx, layout):
         if layout.guarded:
             ctx.line(f"if (g >= {layout.groups}) continue;")
@@ -197,6 +222,8 @@ def _row_partials(ctx: EmitContext, value: TileValue, op: str) -> _RowPartials:
             lane = _lane_or_identity(value, op, acc, ctx.index_width)
             slot = f"{part}[{slot_of}]"
             ctx.line(f"{slot} = {_combine(op, slot, lane)};")
+            if present:
+                ctx.line(f"{part}_p[{slot_of}] |= ({value.mask}) ? 1 : 0;")
     if spans > 1:
         width = WARP
     elif groups_per_row & (groups_per_row - 1) == 0:
@@ -209,9 +236,11 @@ def _row_partials(ctx: EmitContext, value: TileValue, op: str) -> _RowPartials:
         with ctx.block(f"for (int j = 0; j < {slots}; ++j)"):
             shuffled = f"phobos::shuffle_xor({part}[j], {offset})"
             ctx.line(f"{part}[j] = {_combine(op, f'{part}[j]', shuffled)};")
+            if present:
+                ctx.line(f"{part}_p[j] |= phobos::shuffle_xor({part}_p[j], {offset});")
         offset //= 2
     per_row = layout.threads // WARP if spans > 1 else groups_per_row // width
-    return _RowPartials(part, acc, slots, slot_of, width, per_row, spans)
+    return _RowPartials(part, acc, slots, slot_of, width, per_row, spans, present)
 
 
 def _partial_row(layout: Layout, rows: _RowPartials) -> str:
@@ -223,25 +252,36 @@ def _stage_partials(ctx: EmitContext, layout: Layout, rows: _RowPartials) -> str
     """Partial ``k`` of row ``q`` to ``buffer[q * per_row + k]``; returns the buffer."""
     c = ctype(rows.acc)
     count = layout.groups // layout.groups_per_row * rows.per_row
-    scratch = ctx.need_scratch(count * byte_size(rows.acc, ctx.index_width))
+    values_bytes = -(-count * byte_size(rows.acc, ctx.index_width) // 16) * 16
+    scratch = ctx.need_scratch(values_bytes + (4 * count if rows.present else 0))
     staged = ctx.fresh("staged")
     ctx.line("__syncthreads();")
     ctx.line(f"{c}* {staged} = reinterpret_cast<{c}*>({scratch});")
+    if rows.present:
+        ctx.line(f"int* {staged}_p = reinterpret_cast<int*>({scratch} + {values_bytes});")
     if rows.spans > 1:  # slot j is row j; one partial per warp
         ctx.directive("#pragma unroll")
         with ctx.block(f"for (int j = 0; j < {rows.slots}; ++j)"):
-            ctx.line(
-                f"if (tid % 32 == 0) {staged}[j * {rows.per_row} + tid / 32] = {rows.part}[j];"
-            )
+            position = f"j * {rows.per_row} + tid / 32"
+            _write_partial(ctx, rows, staged, position, "j", "tid % 32 == 0")
     else:
         per_row = layout.groups_per_row
         writer = f"g % {rows.width} == 0" if rows.width > 1 else "true"
         k = f"(g % {per_row}) / {rows.width}" if rows.per_row > 1 else "0"
         position = f"{_partial_row(layout, rows)} * {rows.per_row} + {k}"
-        with group_loop(ctx, layout, skip_padding=True), ctx.block(f"if ({writer})"):
-            ctx.line(f"{staged}[{position}] = {rows.part}[r];")
+        with group_loop(ctx, layout, skip_padding=True):
+            _write_partial(ctx, rows, staged, position, "r", writer)
     ctx.line("__syncthreads();")
     return staged
+
+
+def _write_partial(
+    ctx: EmitContext, rows: _RowPartials, staged: str, position: str, slot: str, writer: str
+) -> None:
+    with ctx.block(f"if ({writer})"):
+        ctx.line(f"{staged}[{position}] = {rows.part}[{slot}];")
+        if rows.present:
+            ctx.line(f"{staged}_p[{position}] = {rows.part}_p[{slot}];")
 
 
 def _stage_lanes(ctx: EmitContext, value: TileValue, op: str, acc: str) -> str:
