@@ -501,3 +501,26 @@ def test_atomics_on_bytes_are_refused_at_their_line():
         generate(broken, uniform_spec(broken), "sm_90")
     assert caught.value.span.line == 2
     assert "not supported by the GPU code generator yet" in caught.value.message
+
+
+ONLINE = """\
+kernel online(x: tensor<f32>[M, N], out: tensor<f32>[M]) {
+    var row_max = zeros<f32>[2] - 1000.0
+    var row_sum = zeros<f32>[2]
+    for start in 0 .. N step 2048 {
+        let chunk = fill(x[ctx.block.x * 2 :+ 2, start :+ 2048], -1000.0)
+        let new_max = maximum(row_max, max(chunk, axis=1))
+        row_sum = row_sum * exp(row_max - new_max) + sum(exp(chunk - new_max[:, newaxis]), axis=1)
+        row_max = new_max
+    }
+    out[ctx.block.x * 2 :+ 2] = row_sum
+}
+"""
+
+
+def test_running_row_reductions_stay_with_the_rows_threads():
+    source = generate_text(ONLINE, "online").source
+    loop = source[source.index("for (index_t v_start") : source.index('#line 10 "kernel.ph"')]
+    # only the two reductions' barrier pairs: the running max and sum never change layout
+    assert loop.count("__syncthreads();") == 4
+    compile_90(source)

@@ -22,6 +22,8 @@ from phobos.compile.codegen.dtypes import INDEX_CTYPE, byte_size
 from phobos.compile.codegen.layout import (
     MAX_THREADS,
     WARP,
+    AnyLayout,
+    RowLayout,
     choose_threads,
     kernel_vector_lanes,
     lanes_per_group,
@@ -63,9 +65,8 @@ def generate(kernel: ir.Kernel, spec: Specialization, arch: str) -> GeneratedKer
     threads = _threads(kernel, [_groups(s, kernel_vec) for s in shapes])
     signature = build_signature(kernel, spec, written)
     ctx = EmitContext(threads, kernel_vec, spec.index_width, signature.access, read & written)
-    for n in nodes:
-        if isinstance(n, ir.Assign) and isinstance(n.value, ir.Dot):
-            ctx.prefer_layout(n.var.name, result_layout(ctx, n.value))
+    for var_name, layout in _carried_layouts(ctx, nodes).items():
+        ctx.prefer_layout(var_name, layout)
     emit_block(ctx, kernel.body)
 
     entry = f"phobos_{kernel.name}"
@@ -116,6 +117,52 @@ def _contract(
         slots=slots,
         source_file=kernel.span.file,
     )
+
+
+def _carried_layouts(ctx: EmitContext, nodes: list[object]) -> dict[str, AnyLayout]:
+    """Layouts for variables a loop carries, so that its updates need no layout change.
+
+    A ``dot`` accumulator lives in the accumulator fragments.  A variable whose
+    value comes from a row reduction (a running max or sum, directly or through
+    other such variables) lives with the rows' threads.
+    """
+    out: dict[str, AnyLayout] = {}
+    bindings = [n for n in nodes if isinstance(n, (ir.Define, ir.Assign))]
+    for n in bindings:
+        if isinstance(n, ir.Assign) and isinstance(n.value, ir.Dot):
+            out[n.var.name] = result_layout(ctx, n.value)
+    rows: dict[str, AnyLayout] = {}
+    changed = True
+    while changed:
+        changed = False
+        for n in bindings:
+            if n.var.name in rows or not isinstance(n.var.type, ir.TileT):
+                continue
+            layout = _row_source(ctx, n.value, n.var.type.shape, rows)
+            if layout is not None:
+                rows[n.var.name] = layout
+                changed = True
+    for n in bindings:
+        if n.var.mutable and n.var.name in rows:
+            out.setdefault(n.var.name, rows[n.var.name])
+    return out
+
+
+def _row_source(
+    ctx: EmitContext, value: ir.Expr, shape: tuple[int, ...], rows: dict[str, AnyLayout]
+) -> AnyLayout | None:
+    """The row layout ``value`` (of ``shape``) takes from a row reduction inside it, if any."""
+    for inner in _walk((value,)):
+        if isinstance(inner, ir.Read) and inner.var.name in rows and inner.type.shape == shape:
+            return rows[inner.var.name]
+        if (
+            isinstance(inner, ir.Reduce)
+            and isinstance(inner.type, ir.TileT)
+            and inner.type.shape == shape
+            and inner.axis == len(inner.operand.type.shape) - 1
+        ):
+            return RowLayout(ctx.layout(inner.operand.type.shape))
+    return None
 
 
 def _groups(shape: tuple[int, ...], kernel_vec: int) -> int:
