@@ -7,8 +7,9 @@ threads that the largest tile gives each about four groups, from one warp to
 512) and the C parameters.  Then the body is emitted statement by statement
 and wrapped in the ``extern "C" __global__`` entry point, with the shared
 staging buffer sized to the largest conversion, reduction or ``dot`` (static
-up to 48 KiB, dynamic beyond).  A variable that a loop assigns a ``dot``
-result is held in the accumulator layout from its definition on.
+up to 48 KiB, dynamic beyond).  Variables a loop carries are given, from
+their definition on, the layout their updates produce: a ``dot`` accumulator
+the accumulator fragments, a running row max or sum the row layout.
 """
 
 from __future__ import annotations
