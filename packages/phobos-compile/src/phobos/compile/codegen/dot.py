@@ -272,25 +272,28 @@ def _mma(
         return
     rows = {r: r * warps // per_row for r in range(layout.repeats)}
     columns = {r: r * warps % per_row for r in range(layout.repeats)}
-    ctx.line("const int warp = tid / 32;")
-    ctx.line("const int k0 = (tid % 4) * 2;")
-    ctx.line("const int bk = (tid % 8) + ((tid / 8) % 2) * 8;  // the b row this lane addresses")
-    ctx.directive("#pragma unroll")
-    with ctx.block(f"for (int kk = 0; kk < {k}; kk += 16)"):
-        for row in sorted(set(rows.values())):
-            a0 = f"(({row * 16} + (tid % 32) / 4) * {staged.a_row} + kk + k0) / 2"
-            a1 = f"(({row * 16 + 8} + (tid % 32) / 4) * {staged.a_row} + kk + k0) / 2"
-            ctx.line(
-                f"const unsigned fa{row}[4] = {{{words_a}[{a0}], {words_a}[{a1}], "
-                f"{words_a}[{a0} + 4], {words_a}[{a1} + 4]}};"
-            )
-        for column in sorted(set(columns.values())):
-            ctx.line(f"unsigned fb{column}[2];")
-            address = f"{staged.b} + (kk + bk) * {staged.b_row} + ({column} + warp) * 8"
-            ctx.line(f"phobos::load_matrix_x2_trans(fb{column}, {address});")
-        for r in range(layout.repeats):
-            operands = f"{name}[{r}], fa{rows[r]}, fb{columns[r]}"
-            ctx.line(f"phobos::mma_16816<{ctype(dtype)}>({operands});")
+    with ctx.block(""):  # a scope: a kernel may hold several dots
+        ctx.line("const int warp = tid / 32;")
+        ctx.line("const int k0 = (tid % 4) * 2;")
+        ctx.line(
+            "const int bk = (tid % 8) + ((tid / 8) % 2) * 8;  // the b row this lane addresses"
+        )
+        ctx.directive("#pragma unroll")
+        with ctx.block(f"for (int kk = 0; kk < {k}; kk += 16)"):
+            for row in sorted(set(rows.values())):
+                a0 = f"(({row * 16} + (tid % 32) / 4) * {staged.a_row} + kk + k0) / 2"
+                a1 = f"(({row * 16 + 8} + (tid % 32) / 4) * {staged.a_row} + kk + k0) / 2"
+                ctx.line(
+                    f"const unsigned fa{row}[4] = {{{words_a}[{a0}], {words_a}[{a1}], "
+                    f"{words_a}[{a0} + 4], {words_a}[{a1} + 4]}};"
+                )
+            for column in sorted(set(columns.values())):
+                ctx.line(f"unsigned fb{column}[2];")
+                address = f"{staged.b} + (kk + bk) * {staged.b_row} + ({column} + warp) * 8"
+                ctx.line(f"phobos::load_matrix_x2_trans(fb{column}, {address});")
+            for r in range(layout.repeats):
+                operands = f"{name}[{r}], fa{rows[r]}, fb{columns[r]}"
+                ctx.line(f"phobos::mma_16816<{ctype(dtype)}>({operands});")
 
 
 def _mma_per_tile(
