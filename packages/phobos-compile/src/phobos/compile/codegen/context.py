@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from phobos.compile.codegen.facts import Facts
 from phobos.compile.codegen.layout import AnyLayout, Layout, lanes_per_group
 from phobos.compile.codegen.signature import TensorAccess
+from phobos.compile.span import Span
 
 SCRATCH = "phobos_scratch"
 
@@ -69,6 +70,12 @@ class EmitContext:
 
     def line(self, text: str) -> None:
         self.lines.append(self.indented(text))
+
+    def line_info(self, span: Span) -> None:
+        """``#line`` naming the user's file and line: what follows compiles as that line."""
+        if span.line > 0:
+            file = span.file.replace("\\", "\\\\").replace('"', '\\"')
+            self.directive(f'#line {span.line} "{file}"')
 
     def directive(self, text: str) -> None:
         """A preprocessor line (``#line``, ``#pragma``), unindented for readability."""

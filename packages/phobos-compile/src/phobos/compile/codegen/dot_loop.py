@@ -94,6 +94,7 @@ def emit_pipelined_loop(
     stage = ctx.fresh("stage")
     ctx.line(f"int {stage} = 0;")
     with ctx.block(f"for ({c} {var} = {start}; {var} < {stop}; {var} += {step})"):
+        ctx.line_info(loop.body[0].span)
         ctx.line("phobos::copy_async_wait();")
         ctx.line("__syncthreads();")
         current_a, current_b = ctx.fresh("dot_a"), ctx.fresh("dot_b")

@@ -22,7 +22,6 @@ from phobos.compile.codegen.lanes import all_lanes, declare_tile, set_mask_lane
 from phobos.compile.codegen.values import TileValue, variable_name
 from phobos.compile.diagnostics import error
 from phobos.compile.ir import nodes as ir
-from phobos.compile.span import Span
 
 
 def emit_block(ctx: EmitContext, body: tuple[ir.Stmt, ...]) -> None:
@@ -30,14 +29,8 @@ def emit_block(ctx: EmitContext, body: tuple[ir.Stmt, ...]) -> None:
         emit_statement(ctx, stmt)
 
 
-def line_directive(span: Span) -> str:
-    file = span.file.replace("\\", "\\\\").replace('"', '\\"')
-    return f'#line {span.line} "{file}"'
-
-
 def emit_statement(ctx: EmitContext, stmt: ir.Stmt) -> None:
-    if stmt.span.line > 0:
-        ctx.directive(line_directive(stmt.span))
+    ctx.line_info(stmt.span)
     if isinstance(stmt, ir.Define):
         _define(ctx, stmt.var, stmt.value)
     elif isinstance(stmt, ir.Assign):
