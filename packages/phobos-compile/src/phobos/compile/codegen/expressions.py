@@ -3,7 +3,7 @@
 Block-uniform scalars are plain C expressions every thread evaluates.  Tile
 expressions are built lane-wise (see ``values.py``): elementwise operators,
 math, casts and ``where`` compose per-lane strings and AND their operands'
-masks; loads, layout changes and reductions emit code and return a
+masks; loads, layout changes, reductions and ``dot`` emit code and return a
 materialised tile.  Arithmetic on integers narrower than 32 bits is cast back to
 its type so that it wraps as the CPU interpreter's does; f16 and bf16 use the
 ``cuda_fp16``/``cuda_bf16`` operators and the runtime's math (computed in f32).

@@ -16,12 +16,14 @@ walked by two fully unrolled loops, ``r`` over repeats and ``i`` over the
 group; ``g = r * threads + tid``.  ``coords`` gives each lane's tile
 coordinates as C expressions of ``g`` and ``i``, with constant divisors.
 
-The layout is a value so that other distributions can be added as new layouts
-with conversions between them.  ``RowLayout`` is the second: the result of a
-reduction along the last axis, replicated over the threads of each row.  A
-``dot`` would add ``mma.sync`` fragment layouts.  ``conversions.py`` moves
-lanes between any two layouts through shared memory, and skips the move where
-the slots already agree.
+The layout is a value so that other distributions are new layouts with
+conversions between them.  ``RowLayout`` holds the result of a reduction along
+the last axis, replicated over the threads of each row; ``MmaLayout`` holds
+``dot``'s accumulators as ``mma.sync`` fragments.  All three share the
+``[repeats][vec]`` register shape, ``g`` and ``coords``, so loops, elementwise
+code and stores work on any of them.  ``conversions.py`` moves lanes between
+any two layouts through shared memory, and skips the move where the slots
+already agree.
 """
 
 from __future__ import annotations

@@ -6,8 +6,9 @@ A ``TileValue``'s ``lane`` is a C expression valid inside a lane loop (see
 compose these strings, so a chain such as ``alpha * x + y`` becomes one C
 expression per lane instead of a temporary array per operation.  Memory
 accesses, variables and layout conversions materialise a tile into a register
-array ``name[r][i]``.  ``mask`` is the lane's "present" flag, or None where the
-value has no absent lane (only partial values carry masks).  A value computed
+array ``name[r][i]`` (with one word of presence bits per group, ``name_m[r]``).
+``mask`` is the lane's "present" flag, or None where the value has no absent
+lane (only partial values carry masks).  A value computed
 from nothing but coordinates and scalars is valid in any layout (``anywhere``),
 so it never forces its operands' layout to change.
 """
