@@ -1,9 +1,11 @@
 """Host time per launch of a tiny 3-tensor kernel: Phobos, Triton, torch and a bare cuLaunchKernel.
 
 The bare launch is the floor: ctypes ``cuLaunchKernel`` on the same cubin with a
-parameter block packed once.  Each figure is the wall time of a loop of launches
-divided by their count (the GPU work is one block on 1024 elements, far shorter
-than the host time), the median of several loops.
+parameter block packed once.  Each figure is the host time of a burst of launches
+divided by their count, timed up to the last launch call (the GPU drains the burst
+afterwards, outside the timed region; a burst is shorter than the driver's launch
+queue, so no launch waits for the GPU).  The systems are measured in interleaved
+rounds, and each figure is the median over the rounds.
 """
 
 from __future__ import annotations
@@ -19,22 +21,31 @@ from benchmarks.bench_01_vector_add import triton_add, vector_add
 from benchmarks.common import environment, write_json
 
 N = 1024
-LOOPS = 7
-LAUNCHES = 5000
+ROUNDS = 31
+BURST = 400
 
 
-def per_launch_us(launch) -> float:
-    for _ in range(200):
-        launch()
+def burst_us(launch) -> float:
+    """Host time per launch of one burst (the GPU is idle when it starts)."""
     torch.cuda.synchronize()
-    samples = []
-    for _ in range(LOOPS):
-        start = time.perf_counter()
-        for _ in range(LAUNCHES):
-            launch()
-        torch.cuda.synchronize()
-        samples.append((time.perf_counter() - start) / LAUNCHES * 1e6)
-    return statistics.median(samples)
+    start = time.perf_counter()
+    for _ in range(BURST):
+        launch()
+    elapsed = time.perf_counter() - start
+    torch.cuda.synchronize()
+    return elapsed / BURST * 1e6
+
+
+def per_launch_us(launches: dict) -> dict:
+    """Median host time per launch of each system, measured in interleaved rounds."""
+    for launch in launches.values():
+        for _ in range(3):
+            burst_us(launch)
+    samples: dict = {name: [] for name in launches}
+    for _ in range(ROUNDS):
+        for name, launch in launches.items():
+            samples[name].append(burst_us(launch))
+    return {name: statistics.median(values) for name, values in samples.items()}
 
 
 _CTYPES = {
@@ -97,7 +108,6 @@ def breakdown(x, y, out, grid) -> dict:
     fast = loaded._fast
     driver = loaded.driver
     return {
-        "launcher_launch": per_launch_us(lambda: loaded.launch(grid, args)),
         "launcher_bind_only": per_call_us(lambda: fast(args, block.write)),
         "cuCtxGetCurrent": per_call_us(driver.current_context),
         "torch_reads_3_tensors": per_call_us(
@@ -121,13 +131,18 @@ def main() -> dict:
     torch.testing.assert_close(out, x + y)
 
     lam = lambda m: (triton.cdiv(m["N"], m["BLOCK"]),)  # noqa: E731
-    figures = {
-        "bare_cuLaunchKernel": per_launch_us(bare),
-        "phobos_tuple_grid": per_launch_us(lambda: vector_add[grid](x, y, out, BLOCK=block)),
-        "phobos_lambda_grid": per_launch_us(lambda: vector_add[lam](x, y, out, BLOCK=block)),
-        "triton": per_launch_us(lambda: triton_add[grid](x, y, out, N, BLOCK_SIZE=block)),
-        "torch_add": per_launch_us(lambda: torch.add(x, y, out=out)),
-    }
+    (loaded,) = vector_add.loaded.values()
+    args = (x, y, out)
+    figures = per_launch_us(
+        {
+            "bare_cuLaunchKernel": bare,
+            "phobos_tuple_grid": lambda: vector_add[grid](x, y, out, BLOCK=block),
+            "phobos_lambda_grid": lambda: vector_add[lam](x, y, out, BLOCK=block),
+            "launcher_launch": lambda: loaded.launch(grid, args),
+            "triton": lambda: triton_add[grid](x, y, out, N, BLOCK_SIZE=block),
+            "torch_add": lambda: torch.add(x, y, out=out),
+        }
+    )
     figures.update(breakdown(x, y, out, grid))
     figures["phobos_over_triton"] = figures["phobos_tuple_grid"] / figures["triton"]
     figures["phobos_over_bare"] = figures["phobos_tuple_grid"] / figures["bare_cuLaunchKernel"]
