@@ -171,8 +171,9 @@ def test_contract_fields():
 def test_cta_size_follows_the_tile_and_num_threads():
     small = generate_text(SAXPY, "saxpy", BLOCK=16).contract.block[0]
     assert small == 32  # never less than a warp
+    assert generate_text(SAXPY, "saxpy", BLOCK=1024).contract.block[0] == 64  # 16 lanes each
     large = generate_text(SAXPY, "saxpy", BLOCK=8192).contract.block[0]
-    assert large == 512
+    assert large == 256  # 8 warps, then more lanes per thread
     fixed = generate_text(SAXPY, "saxpy", BLOCK=1024, NUM_THREADS=128)
     assert fixed.contract.block == (128, 1, 1)
     assert "__launch_bounds__(128)" in fixed.source

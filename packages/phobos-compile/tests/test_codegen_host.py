@@ -43,7 +43,7 @@ EMULATION = r"""
 #define __forceinline__ inline
 #define __shared__ static
 #define __align__(n) __attribute__((aligned(n)))
-#define __launch_bounds__(n)
+#define __launch_bounds__(...)
 struct uint3 { unsigned x = 0, y = 0, z = 0; };
 thread_local uint3 threadIdx, blockIdx;
 uint3 gridDim, blockDim;
@@ -58,6 +58,19 @@ template <class T> T __shfl_xor_sync(unsigned, T v, int lane_mask) {
     std::memcpy(&out, emulated_exchange[partner], sizeof(T));
     __syncthreads();
     return out;
+}
+inline unsigned __ballot_sync(unsigned, bool p) {
+    unsigned mine = p ? 1u : 0u;
+    std::memcpy(emulated_exchange[threadIdx.x], &mine, sizeof(mine));
+    __syncthreads();
+    unsigned votes = 0, base = threadIdx.x & ~31u;
+    for (unsigned lane = 0; lane < 32; ++lane) {
+        unsigned vote;
+        std::memcpy(&vote, emulated_exchange[base + lane], sizeof(vote));
+        votes |= vote << lane;
+    }
+    __syncthreads();
+    return votes;
 }
 inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
 inline double __longlong_as_double(long long i) { double f; std::memcpy(&f, &i, 8); return f; }

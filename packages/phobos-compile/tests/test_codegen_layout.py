@@ -13,6 +13,7 @@ import pytest
 from phobos.compile.codegen.layout import (
     Layout,
     RowLayout,
+    choose_fragment_threads,
     choose_threads,
     kernel_vector_lanes,
     lanes_per_group,
@@ -77,5 +78,8 @@ def test_vector_width_and_cta_size_choices():
     assert kernel_vector_lanes([8]) == 2 and kernel_vector_lanes([]) == 4
     assert lanes_per_group((8, 1), 4) == 1 and lanes_per_group((8, 6), 4) == 2
     assert choose_threads([16]) == 32  # at least a warp
-    assert choose_threads([256]) == 64  # four groups per thread
-    assert choose_threads([1 << 20]) == 512  # at most 512 chosen
+    assert choose_threads([1024]) == 64  # 16 lanes per thread
+    assert choose_threads([4096]) == 256 and choose_threads([16384]) == 256  # 8 warps, 16-64 lanes
+    assert choose_threads([32768]) == 512 and choose_threads([1 << 20]) == 1024
+    assert choose_fragment_threads([256]) == 64  # four groups per thread
+    assert choose_fragment_threads([1 << 20]) == 512  # at most 512 chosen

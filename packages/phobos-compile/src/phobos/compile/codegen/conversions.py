@@ -19,7 +19,14 @@ from dataclasses import replace
 
 from phobos.compile.codegen.context import EmitContext
 from phobos.compile.codegen.dtypes import byte_size, ctype
-from phobos.compile.codegen.lanes import all_lanes, declare_tile, mask_lane, set_mask_lane
+from phobos.compile.codegen.lanes import (
+    all_lanes,
+    copy_lanes,
+    declare_tile,
+    mask_lane,
+    mask_word,
+    set_mask_lane,
+)
 from phobos.compile.codegen.layout import AnyLayout, Layout, RowLayout
 from phobos.compile.codegen.values import TileValue
 
@@ -31,13 +38,15 @@ def materialize(ctx: EmitContext, value: TileValue) -> TileValue:
     if _is_array(value):
         return value
     name = ctx.fresh()
-    declare_tile(ctx, ctype(value.dtype), name, value.layout, value.mask is not None)
-    body = [f"{name}[r][i] = {value.lane};"]
-    if value.mask is not None:
-        body.append(set_mask_lane(name, value.mask))
-    all_lanes(ctx, value.layout, body)
-    mask = mask_lane(name) if value.mask is not None else None
-    return TileValue(value.dtype, value.layout, f"{name}[r][i]", mask)
+    masked = value.mask is not None
+    declare_tile(ctx, ctype(value.dtype), name, value.layout, masked)
+    copy_lanes(ctx, value.layout, name, value.lane, value.mask, value.word)
+    mask = mask_lane(name) if masked else None
+    return TileValue(value.dtype, value.layout, f"{name}[r][i]", mask, word=_word(name, masked))
+
+
+def _word(name: str, masked: bool) -> str | None:
+    return mask_word(name) if masked else None
 
 
 def _is_array(value: TileValue) -> bool:
@@ -112,8 +121,10 @@ def broadcast(ctx: EmitContext, value: TileValue, layout: Layout) -> TileValue:
         # Every thread already holds the row value of each of its groups.
         rows = materialize(ctx, value)
         name = rows.lane[: -len("[r][i]")]
-        mask = mask_lane(name, "0") if rows.mask else None
-        return TileValue(value.dtype, layout, f"{name}[r][0]", mask)
+        if rows.mask is None:
+            return TileValue(value.dtype, layout, f"{name}[r][0]")
+        word = f"phobos::spread_lane0({mask_word(name)})"
+        return TileValue(value.dtype, layout, f"{name}[r][0]", mask_lane(name, "0"), word=word)
     if isinstance(value.layout, RowLayout):
         value = to_layout(ctx, value, ctx.layout(source))
     strides = _row_major_strides(source)
@@ -167,5 +178,6 @@ def _convert(
     if value.mask is not None:
         read.append(set_mask_lane(name, f"{staged}_m[{position}]"))
     all_lanes(ctx, layout, read, skip_padding=True)
-    mask = mask_lane(name) if value.mask is not None else None
-    return TileValue(value.dtype, layout, f"{name}[r][i]", mask)
+    masked = value.mask is not None
+    mask = mask_lane(name) if masked else None
+    return TileValue(value.dtype, layout, f"{name}[r][i]", mask, word=_word(name, masked))

@@ -36,6 +36,7 @@ from phobos.compile.codegen.lanes import (
     declare_tile,
     group_loop,
     mask_lane,
+    mask_word,
     set_mask_lane,
 )
 from phobos.compile.codegen.layout import AnyLayout, Layout, MmaLayout, mma_shape_ok
@@ -250,7 +251,11 @@ def product(
         lines.append(set_mask_lane(name, mask))
     if lines:
         all_lanes(ctx, layout, lines, skip_padding=True)
-    return TileValue(node.type.dtype, layout, f"{name}[r][i]", mask_lane(name) if mask else None)
+    if mask is None:
+        return TileValue(node.type.dtype, layout, f"{name}[r][i]")
+    return TileValue(
+        node.type.dtype, layout, f"{name}[r][i]", mask_lane(name), word=mask_word(name)
+    )
 
 
 def _mma(

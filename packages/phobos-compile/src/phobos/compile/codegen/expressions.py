@@ -16,9 +16,15 @@ from typing import Union
 from phobos.compile.codegen import conversions, dot, memory, reductions
 from phobos.compile.codegen.context import EmitContext
 from phobos.compile.codegen.dtypes import INDEX_CTYPE, ctype, literal
-from phobos.compile.codegen.lanes import mask_lane
+from phobos.compile.codegen.lanes import mask_lane, mask_word, word_lane
 from phobos.compile.codegen.layout import Layout
-from phobos.compile.codegen.values import ScalarValue, TileValue, and_masks, variable_name
+from phobos.compile.codegen.values import (
+    ScalarValue,
+    TileValue,
+    and_masks,
+    and_words,
+    variable_name,
+)
 from phobos.compile.diagnostics import error
 from phobos.compile.ir import nodes as ir
 
@@ -87,8 +93,10 @@ def tile(ctx: EmitContext, e: ir.Expr) -> TileValue:
     dtype = e.type.dtype
     if isinstance(e, ir.Read):
         name = variable_name(e.var.name)
-        mask = mask_lane(name) if e.var.type.partial else None
-        return TileValue(dtype, ctx.variable_layout(e.var.name), f"{name}[r][i]", mask)
+        if not e.var.type.partial:
+            return TileValue(dtype, ctx.variable_layout(e.var.name), f"{name}[r][i]")
+        held = ctx.variable_layout(e.var.name)
+        return TileValue(dtype, held, f"{name}[r][i]", mask_lane(name), word=mask_word(name))
     if isinstance(e, ir.Load):
         indices = axis_indices(ctx, e.indices)
         access = ctx.access[e.tensor.name]
@@ -97,8 +105,10 @@ def tile(ctx: EmitContext, e: ir.Expr) -> TileValue:
         operands = [tile(ctx, o) for o in _operands(e)]
         operands, held = conversions.common_layout(ctx, operands, layout)
         lane = _elementwise(e, [o.lane for o in operands])
-        mask = and_masks(*(o.mask for o in operands))
-        return TileValue(dtype, held, lane, mask, all(o.anywhere for o in operands))
+        word = and_words(*operands)
+        mask = word_lane(word) if word is not None else and_masks(*(o.mask for o in operands))
+        anywhere = all(o.anywhere for o in operands)
+        return TileValue(dtype, held, lane, mask, anywhere, word)
     if isinstance(e, ir.Splat):
         value = ctx.fresh("s")
         ctx.line(f"const {ctype(dtype)} {value} = {scalar(ctx, e.operand)};")

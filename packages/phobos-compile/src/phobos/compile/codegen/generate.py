@@ -14,6 +14,7 @@ the accumulator fragments, a running row max or sum the row layout.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass, fields
 
@@ -25,6 +26,7 @@ from phobos.compile.codegen.layout import (
     WARP,
     AnyLayout,
     RowLayout,
+    choose_fragment_threads,
     choose_threads,
     kernel_vector_lanes,
     lanes_per_group,
@@ -63,7 +65,7 @@ def generate(kernel: ir.Kernel, spec: Specialization, arch: str) -> GeneratedKer
         and any(isinstance(index, ir.WindowIndex) for index in n.indices)
     ]
     kernel_vec = kernel_vector_lanes(moved)
-    threads = _threads(kernel, [_groups(s, kernel_vec) for s in shapes])
+    threads = _threads(kernel, shapes, kernel_vec, any(isinstance(n, ir.Dot) for n in nodes))
     signature = build_signature(kernel, spec, written)
     ctx = EmitContext(threads, kernel_vec, spec.index_width, signature.access, read & written)
     for var_name, layout in _carried_layouts(ctx, nodes).items():
@@ -166,17 +168,15 @@ def _row_source(
     return None
 
 
-def _groups(shape: tuple[int, ...], kernel_vec: int) -> int:
-    numel = 1
-    for extent in shape:
-        numel *= extent
-    return numel // lanes_per_group(shape, kernel_vec)
-
-
-def _threads(kernel: ir.Kernel, groups: list[int]) -> int:
+def _threads(
+    kernel: ir.Kernel, shapes: set[tuple[int, ...]], kernel_vec: int, has_dot: bool
+) -> int:
     values = dict(kernel.values)
     if NUM_THREADS not in values:
-        return choose_threads(groups)
+        if has_dot:
+            groups = [math.prod(s) // lanes_per_group(s, kernel_vec) for s in shapes]
+            return choose_fragment_threads(groups)
+        return choose_threads([math.prod(s) for s in shapes])
     chosen = values[NUM_THREADS]
     if chosen <= 0 or chosen % WARP or chosen > MAX_THREADS:
         raise error(

@@ -74,9 +74,38 @@ def declare_tile(
         ctx.line(f"{unused}unsigned {name}_m[{layout.repeats}] = {{}};")
 
 
+def mask_word(name: str) -> str:
+    """The presence word of the current group of tile ``name``."""
+    return f"{name}_m[r]"
+
+
+def word_lane(word: str, lane: str = "i") -> str:
+    """Lane ``lane`` of a group whose presence word is ``word`` is present."""
+    return f"phobos::lane_bit({word}, {lane})"
+
+
 def mask_lane(name: str, lane: str = "i") -> str:
     """Lane ``lane`` of the current group of tile ``name`` is present."""
-    return f"phobos::lane_bit({name}_m[r], {lane})"
+    return word_lane(mask_word(name), lane)
+
+
+def copy_lanes(
+    ctx: EmitContext, layout: Layout, name: str, lane: str, mask: str | None, word: str | None
+) -> None:
+    """``name[r][i] = lane`` for every lane; with a mask, ``name``'s presence too.
+
+    A known ``word`` is stored once per group, after the lanes (which may read the
+    old presence of ``name`` itself); else each lane's bit is set from ``mask``.
+    """
+    body = [f"{name}[r][i] = {lane};"]
+    if mask is not None and word is None:
+        body.append(set_mask_lane(name, mask))
+    with group_loop(ctx, layout):
+        with lane_loop(ctx, layout):
+            for text in body:
+                ctx.line(text)
+        if mask is not None and word is not None:
+            ctx.line(f"{mask_word(name)} = {word};")
 
 
 def set_mask_lane(name: str, value: str) -> str:

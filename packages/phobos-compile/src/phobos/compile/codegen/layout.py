@@ -35,8 +35,13 @@ from typing import Union
 WARP = 32
 MAX_THREADS = 1024
 VECTOR_BYTES = 16
-GROUPS_PER_THREAD = 4  # repeats a CTA size is chosen to give: 4 x 16 B in flight per tensor
-MAX_CHOSEN_THREADS = 512
+# The CTA size rule for tiles without dot (see ``choose_threads``).
+ELEMENTS_PER_THREAD = 16  # four 16-byte f32 vectors in flight per tensor, or two of f16
+PREFERRED_THREADS = 256  # 8 warps: the CTA grows to this first, then each thread's share
+MOST_ELEMENTS_PER_THREAD = 64  # past this share, the CTA grows again (to 1024)
+# The CTA size rule for kernels with a dot (see ``choose_fragment_threads``).
+GROUPS_PER_THREAD = 4
+MAX_FRAGMENT_THREADS = 512
 
 
 @dataclass(frozen=True)
@@ -115,12 +120,35 @@ def kernel_vector_lanes(memory_dtype_bytes: list[int]) -> int:
     return max(VECTOR_BYTES // narrowest, 1)
 
 
-def choose_threads(groups: list[int]) -> int:
-    """A CTA size giving the largest tile about ``GROUPS_PER_THREAD`` groups per thread."""
+def choose_threads(elements: list[int]) -> int:
+    """The CTA size for the largest tile of ``elements`` lanes, in a kernel without ``dot``.
+
+    A memory-bound kernel wants many bytes in flight per SM: several 16-byte loads
+    per thread and several CTAs per SM.  So the CTA grows from one warp until each
+    thread holds ``ELEMENTS_PER_THREAD`` lanes, up to ``PREFERRED_THREADS``; a larger
+    tile then gives each thread more lanes (more loads in flight, still in registers)
+    up to ``MOST_ELEMENTS_PER_THREAD``, and only past that more threads, up to 1024.
+    A 4096-wide f32 row gets 256 threads of 16 lanes, a 16384-wide one 256 of 64.
+    """
+    most = max(elements, default=1)
+    threads = WARP
+    while threads < PREFERRED_THREADS and threads * ELEMENTS_PER_THREAD < most:
+        threads *= 2
+    while threads < MAX_THREADS and threads * MOST_ELEMENTS_PER_THREAD < most:
+        threads *= 2
+    return threads
+
+
+def choose_fragment_threads(groups: list[int]) -> int:
+    """The CTA size of a kernel with ``dot``: about ``GROUPS_PER_THREAD`` groups per thread.
+
+    The warps share the ``mma`` tiles of the accumulator, so more warps (up to 16)
+    keep each thread's fragments small enough for registers.
+    """
     most = max(groups, default=1)
     want = -(-most // GROUPS_PER_THREAD)
     threads = WARP
-    while threads < want and threads < MAX_CHOSEN_THREADS:
+    while threads < want and threads < MAX_FRAGMENT_THREADS:
         threads *= 2
     return threads
 

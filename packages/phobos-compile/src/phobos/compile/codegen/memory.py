@@ -30,6 +30,7 @@ from phobos.compile.codegen.lanes import (
     group_loop,
     lane_loop,
     mask_lane,
+    mask_word,
 )
 from phobos.compile.codegen.layout import AnyLayout, Layout
 from phobos.compile.codegen.signature import TensorAccess
@@ -169,8 +170,9 @@ def load_tile(
                 call = f"phobos::load_group_strided_unchecked({pointer}, {stride}, {name}[r])"
             ctx.line(call + ";" if inside == "true" else f"if ({inside}) {call};")
         declare_coords(ctx, layout, start, "0")
-    mask = mask_lane(name) if partial else None
-    return TileValue(dtype, layout, f"{name}[r][i]", mask)
+    if not partial:
+        return TileValue(dtype, layout, f"{name}[r][i]")
+    return TileValue(dtype, layout, f"{name}[r][i]", mask_lane(name), word=mask_word(name))
 
 
 def store_tile(
@@ -187,10 +189,14 @@ def store_tile(
     c = ctype(value.dtype)
     with group_loop(ctx, layout):
         ctx.line(f"{c} lanes[{layout.vec}];")
-        ctx.line(f"bool present[{layout.vec}];")
+        if value.mask is None or value.word is not None:
+            ctx.line(f"const unsigned present = {value.word or '0xffffffffu'};")
+        else:
+            ctx.line("unsigned present = 0u;")
         with lane_loop(ctx, layout):
             ctx.line(f"lanes[i] = {value.lane};")
-            ctx.line(f"present[i] = {value.mask or 'true'};")
+            if value.mask is not None and value.word is None:
+                ctx.line(f"present |= unsigned({value.mask}) << i;")
         if len(layout.runs) == 1:
             _store_run(ctx, access, indices, layout, lane_axis, 0, layout.vec)
             return
@@ -215,7 +221,7 @@ def _store_run(
     inside = _inside(ctx, access, group, lane_axis, layout, True)
     pointer = f"{access.pointer} + ({element_offset(access, group)})"
     stride = access.stride(lane_axis)
-    values = f"lanes + {first}, present + {first}" if first else "lanes, present"
+    values = f"lanes + {first}, present >> {first}" if first else "lanes, present"
     args = f"{group[lane_axis]}, {access.extent(lane_axis)}, {inside}, {values}"
     if stride == "1":
         test_text = "true" if test else "false"

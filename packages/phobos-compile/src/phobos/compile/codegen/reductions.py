@@ -30,6 +30,8 @@ from phobos.compile.codegen.lanes import (
     group_loop,
     lane_loop,
     mask_lane,
+    mask_word,
+    word_lane,
 )
 from phobos.compile.codegen.layout import WARP, Layout, RowLayout
 from phobos.compile.codegen.values import TileValue
@@ -118,9 +120,14 @@ def _reduce_rows(
     held = RowLayout(layout)
     if rows.per_row == 1:  # the shuffles reached every group of the row
         slot = f"[{rows.slot_of}]"
-        mask = f"({rows.part}_p{slot} != 0)" if present else None
-        return TileValue(dtype, held, f"phobos::cast<{c}>({rows.part}{slot})", mask)
+        lane = f"phobos::cast<{c}>({rows.part}{slot})"
+        if not present:
+            return TileValue(dtype, held, lane)
+        word = f"phobos::all_or_none({rows.part}_p{slot} != 0)"
+        return TileValue(dtype, held, lane, word_lane(word), word=word)
     staged = _stage_partials(ctx, layout, rows)
+    if rows.spans > 1:
+        return _combine_row_slots(ctx, rows, staged, op, dtype, held)
     name = ctx.fresh()
     declare_tile(ctx, c, name, held, present)
     with group_loop(ctx, layout, skip_padding=True):
@@ -135,8 +142,44 @@ def _reduce_rows(
                 ctx.line(f"any |= {staged}_p[{position}];")
         ctx.line(f"{name}[r][0] = phobos::cast<{c}>(total);")
         if present:
-            ctx.line(f"phobos::set_lane({name}_m[r], 0, any != 0);")
-    return TileValue(dtype, held, f"{name}[r][i]", mask_lane(name) if present else None)
+            ctx.line(f"{mask_word(name)} = phobos::all_or_none(any != 0);")
+    if not present:
+        return TileValue(dtype, held, f"{name}[r][i]")
+    return TileValue(dtype, held, f"{name}[r][i]", mask_lane(name), word=mask_word(name))
+
+
+def _combine_row_slots(
+    ctx: EmitContext, rows: _RowPartials, staged: str, op: str, dtype: str, held: RowLayout
+) -> TileValue:
+    """Each row's staged partials, combined once per row (slot ``j`` is row ``j``).
+
+    A row spans ``spans`` repeats of every thread, so the repeats of one row share
+    one total instead of each combining the partials again.
+    """
+    c = ctype(dtype)
+    name = ctx.fresh()
+    ctx.line(f"{c} {name}[{rows.slots}][1];")
+    if rows.present:
+        ctx.line(f"unsigned {name}_m[{rows.slots}] = {{}};")
+    ctx.directive("#pragma unroll")
+    with ctx.block(f"for (int j = 0; j < {rows.slots}; ++j)"):
+        ctx.line(f"{ctype(rows.acc)} total = {_identity(op, rows.acc, ctx.index_width)};")
+        if rows.present:
+            ctx.line("int any = 0;")
+        ctx.directive("#pragma unroll")
+        with ctx.block(f"for (int k = 0; k < {rows.per_row}; ++k)"):
+            position = f"j * {rows.per_row} + k"
+            ctx.line(f"total = {_combine(op, 'total', f'{staged}[{position}]')};")
+            if rows.present:
+                ctx.line(f"any |= {staged}_p[{position}];")
+        ctx.line(f"{name}[j][0] = phobos::cast<{c}>(total);")
+        if rows.present:
+            ctx.line(f"{name}_m[j] = phobos::all_or_none(any != 0);")
+    lane = f"{name}[{rows.slot_of}][0]"
+    if not rows.present:
+        return TileValue(dtype, held, lane)
+    word = f"{name}_m[{rows.slot_of}]"
+    return TileValue(dtype, held, lane, word_lane(word), word=word)
 
 
 def _reduce_through_shared(
@@ -222,22 +265,27 @@ def _row_partials(
             lane = _lane_or_identity(value, op, acc, ctx.index_width)
             slot = f"{part}[{slot_of}]"
             ctx.line(f"{slot} = {_combine(op, slot, lane)};")
-            if present:
+            if present and value.word is None:
                 ctx.line(f"{part}_p[{slot_of}] |= ({value.mask}) ? 1 : 0;")
+        if present and value.word is not None:
+            full = f"{(1 << layout.vec) - 1}u"
+            ctx.line(f"{part}_p[{slot_of}] |= ({value.word} & {full}) != 0 ? 1 : 0;")
     if spans > 1:
         width = WARP
     elif groups_per_row & (groups_per_row - 1) == 0:
         width = min(groups_per_row, WARP)
     else:
         width = 1
+    if present and width > 1:
+        ctx.directive("#pragma unroll")
+        with ctx.block(f"for (int j = 0; j < {slots}; ++j)"):
+            ctx.line(f"{part}_p[j] = phobos::any_in_segment<{width}>({part}_p[j] != 0);")
     offset = width // 2
     while offset >= 1:
         ctx.directive("#pragma unroll")
         with ctx.block(f"for (int j = 0; j < {slots}; ++j)"):
             shuffled = f"phobos::shuffle_xor({part}[j], {offset})"
             ctx.line(f"{part}[j] = {_combine(op, f'{part}[j]', shuffled)};")
-            if present:
-                ctx.line(f"{part}_p[j] |= phobos::shuffle_xor({part}_p[j], {offset});")
         offset //= 2
     per_row = layout.threads // WARP if spans > 1 else groups_per_row // width
     return _RowPartials(part, acc, slots, slot_of, width, per_row, spans, present)

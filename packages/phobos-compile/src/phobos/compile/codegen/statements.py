@@ -18,7 +18,7 @@ from phobos.compile.codegen.debug import emit_assert, emit_trace
 from phobos.compile.codegen.dot_loop import emit_pipelined_loop, pipelined_dot
 from phobos.compile.codegen.dtypes import ctype
 from phobos.compile.codegen.expressions import axis_indices, emit, scalar, tile
-from phobos.compile.codegen.lanes import all_lanes, declare_tile, set_mask_lane
+from phobos.compile.codegen.lanes import copy_lanes, declare_tile
 from phobos.compile.codegen.values import TileValue, variable_name
 from phobos.compile.diagnostics import error
 from phobos.compile.ir import nodes as ir
@@ -92,10 +92,12 @@ def _assign(ctx: EmitContext, var: ir.Variable, value: ir.Expr) -> None:
 
 def _copy_lanes(ctx: EmitContext, var: ir.Variable, value: TileValue) -> None:
     name = variable_name(var.name)
-    body = [f"{name}[r][i] = {value.lane};"]
-    if isinstance(var.type, ir.TileT) and var.type.partial:
-        body.append(set_mask_lane(name, value.mask or "true"))
-    all_lanes(ctx, value.layout, body)
+    if not (isinstance(var.type, ir.TileT) and var.type.partial):
+        copy_lanes(ctx, value.layout, name, value.lane, None, None)
+    elif value.mask is None:  # every lane present
+        copy_lanes(ctx, value.layout, name, value.lane, "true", "0xffffffffu")
+    else:
+        copy_lanes(ctx, value.layout, name, value.lane, value.mask, value.word)
 
 
 def _store(ctx: EmitContext, stmt: ir.Store) -> None:

@@ -8,7 +8,10 @@ expression per lane instead of a temporary array per operation.  Memory
 accesses, variables and layout conversions materialise a tile into a register
 array ``name[r][i]`` (with one word of presence bits per group, ``name_m[r]``).
 ``mask`` is the lane's "present" flag, or None where the value has no absent
-lane (only partial values carry masks).  A value computed
+lane (only partial values carry masks).  ``word``, when known, is the whole
+group's presence as one word (bit i: lane i), a C expression valid outside the
+lane loop; then ``mask`` tests its bit.  Words let a group's presence travel as
+one ``and`` per group instead of a bit test and set per lane.  A value computed
 from nothing but coordinates and scalars is valid in any layout (``anywhere``),
 so it never forces its operands' layout to change.
 """
@@ -35,6 +38,19 @@ class TileValue:
     lane: str
     mask: str | None = None
     anywhere: bool = False
+    word: str | None = None
+
+
+def and_words(*values: TileValue) -> str | None:
+    """The presence word of an elementwise result: the AND of its masked operands' words.
+
+    None when some masked operand has no word (its presence is known lane by lane only).
+    """
+    masked = [v for v in values if v.mask is not None]
+    words = list(dict.fromkeys(v.word for v in masked))
+    if not masked or None in words:
+        return None
+    return words[0] if len(words) == 1 else "(" + " & ".join(words) + ")"  # type: ignore[arg-type]
 
 
 def and_masks(*masks: str | None) -> str | None:

@@ -124,6 +124,10 @@ PHOBOS_INLINE bool lane_bit(unsigned bits, int i) { return (bits >> i) & 1u; }
 PHOBOS_INLINE void set_lane(unsigned& bits, int i, bool present) {
     bits = (bits & ~(1u << i)) | (static_cast<unsigned>(present) << i);
 }
+// Every lane present, or none.
+PHOBOS_INLINE unsigned all_or_none(bool present) { return 0u - static_cast<unsigned>(present); }
+// Every lane as present as lane 0 (a row's value broadcast over the row's lanes).
+PHOBOS_INLINE unsigned spread_lane0(unsigned bits) { return 0u - (bits & 1u); }
 
 // ------------------------------------------------------------------ vector access
 
@@ -241,14 +245,13 @@ PHOBOS_INLINE void load_group_strided_unchecked(const T* p, I stride, T (&out)[V
     for (int i = 0; i < V; ++i) out[i] = p[static_cast<long long>(i) * stride];
 }
 
-// Store the V lanes at `in` whose `present` flag is set and that fall inside the tensor.
+// Store the V lanes at `in` whose bit in `present` is set and that fall inside the tensor.
 template <int V, int BYTES, bool CHECK_ALIGN, class T, class I>
 PHOBOS_INLINE void store_group(T* p, I col, I extent, bool inside, const T* in,
-                               const bool* present) {
+                               unsigned present) {
     if constexpr (BYTES > 0) {
-        bool whole = inside && whole_group<V>(col, extent);
-#pragma unroll
-        for (int i = 0; i < V; ++i) whole = whole && present[i];
+        constexpr unsigned all = (V == 32) ? ~0u : (1u << V) - 1u;
+        bool whole = inside && whole_group<V>(col, extent) && (present & all) == all;
         if (CHECK_ALIGN) whole = whole && is_aligned<BYTES>(p);
         if (whole) {
             store_vectors<BYTES, T, V>(p, *reinterpret_cast<const T(*)[V]>(in));
@@ -257,16 +260,16 @@ PHOBOS_INLINE void store_group(T* p, I col, I extent, bool inside, const T* in,
     }
 #pragma unroll
     for (int i = 0; i < V; ++i) {
-        if (present[i] && inside && below<I>(col + i, extent)) p[i] = in[i];
+        if (lane_bit(present, i) && inside && below<I>(col + i, extent)) p[i] = in[i];
     }
 }
 
 template <int V, class T, class I>
 PHOBOS_INLINE void store_group_strided(T* p, I stride, I col, I extent, bool inside,
-                                       const T* in, const bool* present) {
+                                       const T* in, unsigned present) {
 #pragma unroll
     for (int i = 0; i < V; ++i) {
-        if (present[i] && inside && below<I>(col + i, extent)) {
+        if (lane_bit(present, i) && inside && below<I>(col + i, extent)) {
             p[static_cast<long long>(i) * stride] = in[i];
         }
     }
@@ -349,6 +352,18 @@ template <class T> PHOBOS_INLINE T atomic_cas(T* p, T compare, T v) {
 // Exchange with the lane whose index differs in the bits of `lane_mask` (all 32 lanes take part).
 template <class T> PHOBOS_INLINE T shuffle_xor(T v, int lane_mask) {
     return __shfl_xor_sync(0xffffffffu, v, lane_mask);
+}
+
+// 1 when some lane of this lane's aligned segment of WIDTH lanes (a power of two) has
+// `p`, else 0: one vote for the whole warp where a butterfly would take log2(WIDTH) shuffles.
+template <int WIDTH> PHOBOS_INLINE int any_in_segment(bool p) {
+    const unsigned votes = __ballot_sync(0xffffffffu, p);
+    if constexpr (WIDTH == 32) {
+        return votes != 0u;
+    } else {
+        const unsigned first = (threadIdx.x & 31u) & ~(WIDTH - 1u);
+        return ((votes >> first) & ((1u << WIDTH) - 1u)) != 0u;
+    }
 }
 
 // ------------------------------------------------------------------ dot
