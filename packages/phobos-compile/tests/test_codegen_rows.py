@@ -1,0 +1,174 @@
+"""The structure of the memory-bound row kernels: what makes them fast, pinned without a GPU.
+
+Tutorial 02's softmax and tutorial 05's layer norm (same text as the tutorials)
+compiled for sm_90 through NVRTC and ptxas.  Fast looks like Triton's code for
+the same rows: 8 warps, each thread holding its lanes in registers loaded as
+16-byte vectors, warp shuffles then one shared-memory step per row reduction,
+no local memory, and few enough registers that two or more CTAs share an SM.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+
+from phobos.compile.pipeline import CompiledKernel, compile_kernel
+from phobos.compile.syntax import parse
+
+ROWS_TEXT = """
+@autotune(ROWS in {1, 2, 4, 8}, BLOCK_N in [16, 16384])
+kernel softmax(x: tensor<f32>[M, N], out: tensor<f32>[M, N]) {
+    let first = ctx.block.x * ROWS
+    let rows = x[first :+ ROWS, 0 :+ BLOCK_N]
+    let shifted = rows - max(rows, axis=1)[:, newaxis]
+    let numerator = exp(shifted)
+    out[first :+ ROWS, 0 :+ BLOCK_N] = numerator / sum(numerator, axis=1)[:, newaxis]
+}
+
+@autotune(BLOCK_N in [16, 16384])
+kernel layer_norm_forward(x: tensor<f16>[M, N], w: tensor<f16>[N], b: tensor<f16>[N],
+                          y: tensor<f16>[M, N], mean: tensor<f32>[M], rstd: tensor<f32>[M],
+                          eps: f32) {
+    let row = ctx.block.x
+    let values = f32(x[row, 0 :+ BLOCK_N])
+    let mu = sum(values) / f32(N)
+    let centered = values - mu
+    let inv = rsqrt(sum(centered * centered) / f32(N) + eps)
+    mean[row] = mu
+    rstd[row] = inv
+    let scaled = centered * inv * f32(w[0 :+ BLOCK_N])
+    y[row, 0 :+ BLOCK_N] = f16(scaled + f32(b[0 :+ BLOCK_N]))
+}
+
+@autotune(ROWS in {16, 1, 2, 4, 8, 32, 64}, BLOCK_N in [16, 16384])
+kernel layer_norm_backward_dx(dy: tensor<f16>[M, N], x: tensor<f16>[M, N], w: tensor<f16>[N],
+                              mean: tensor<f32>[M], rstd: tensor<f32>[M], dx: tensor<f16>[M, N],
+                              dw_partial: tensor<f32>[GROUPS, N],
+                              db_partial: tensor<f32>[GROUPS, N]) {
+    let group = ctx.block.x
+    let weight = f32(w[0 :+ BLOCK_N])
+    var dw_sum = zeros<f32>[BLOCK_N]
+    var db_sum = zeros<f32>[BLOCK_N]
+    for i in 0 .. ROWS {
+        let row = group * ROWS + i
+        let inv = rstd[row]
+        let xhat = (f32(x[row, 0 :+ BLOCK_N]) - mean[row]) * inv
+        let grad = f32(dy[row, 0 :+ BLOCK_N])
+        let wdy = weight * grad
+        let c1 = sum(xhat * wdy) / f32(N)
+        let c2 = sum(wdy) / f32(N)
+        dx[row, 0 :+ BLOCK_N] = f16((wdy - (xhat * c1 + c2)) * inv)
+        dw_sum += fill(grad * xhat, 0.0)
+        db_sum += fill(grad, 0.0)
+    }
+    dw_partial[group, 0 :+ BLOCK_N] = dw_sum
+    db_partial[group, 0 :+ BLOCK_N] = db_sum
+}
+
+@autotune(BLOCK_G in {32, 16, 64}, BLOCK_N in {64, 32, 128, 256})
+kernel layer_norm_backward_dwdb(dw_partial: tensor<f32>[GROUPS, N],
+                                db_partial: tensor<f32>[GROUPS, N],
+                                dw: tensor<f16>[N], db: tensor<f16>[N]) {
+    let start = ctx.block.x * BLOCK_N
+    var dw_sum = zeros<f32>[BLOCK_G, BLOCK_N]
+    var db_sum = zeros<f32>[BLOCK_G, BLOCK_N]
+    for first in 0 .. GROUPS step BLOCK_G {
+        dw_sum += fill(dw_partial[first :+ BLOCK_G, start :+ BLOCK_N], 0.0)
+        db_sum += fill(db_partial[first :+ BLOCK_G, start :+ BLOCK_N], 0.0)
+    }
+    dw[start :+ BLOCK_N] = f16(sum(dw_sum, axis=0))
+    db[start :+ BLOCK_N] = f16(sum(db_sum, axis=0))
+}
+"""
+
+MODULE = parse(ROWS_TEXT, "rows.ph")
+REGISTERS_PER_SM = 65536
+
+
+def build(kernel: str, **values: int) -> CompiledKernel:
+    return compile_kernel(MODULE, kernel, values, arch="sm_90", verbose=True)
+
+
+def count(pattern: str, ptx: str) -> int:
+    return len(re.findall(pattern, ptx))
+
+
+def ctas_per_sm(compiled: CompiledKernel) -> int:
+    threads = compiled.contract.block[0]
+    return REGISTERS_PER_SM // (compiled.resources.registers * threads)
+
+
+def assert_in_registers(compiled: CompiledKernel) -> None:
+    """No spills, no stack, no local memory: every lane stays in a register."""
+    used = compiled.resources
+    assert (used.spill_stores, used.spill_loads, used.stack_bytes) == (0, 0, 0), used.summary()
+    assert count(r"\b(ld|st)\.local", compiled.ptx) == 0
+
+
+@pytest.mark.parametrize(
+    ("block_n", "vectors", "most_registers", "ctas"),
+    [
+        (1024, 4, 64, 4),  # 64 threads: 16 lanes each
+        (4096, 4, 64, 4),  # 256 threads of 16 lanes: Triton's 8 warps x four 16-byte loads
+        (8192, 8, 96, 2),  # 32 lanes a thread
+        (16384, 16, 128, 2),  # 64 lanes a thread, capped at 128 registers: two CTAs an SM
+    ],
+)
+def test_softmax_row_in_registers_of_8_warps(block_n, vectors, most_registers, ctas):
+    compiled = build("softmax", ROWS=1, BLOCK_N=block_n)
+    threads = compiled.contract.block[0]
+    assert threads == min(256, block_n // 16)
+    assert_in_registers(compiled)
+    assert compiled.resources.registers <= most_registers
+    assert ctas_per_sm(compiled) >= ctas
+    ptx = compiled.ptx
+    # One 16-byte load and store per group of 4 lanes (the boundary path aside).
+    assert count(r"ld\.global(\.\w+)*\.v4\.f32", ptx) == vectors
+    assert count(r"st\.global(\.\w+)*\.v4\.f32", ptx) == vectors
+    # Two row reductions: each a 5-step butterfly; presence takes one vote, not shuffles.
+    assert count(r"shfl\.sync\.bfly", ptx) == 10
+    assert count(r"vote\.sync\.ballot", ptx) <= 2
+    # Each reduction: one barrier before staging its warps' partials, one after.
+    assert count(r"bar\.sync|barrier\.sync", ptx) <= 4
+
+
+def test_a_row_wider_than_the_cta_combines_its_partials_once():
+    """4 repeats of one row share one total: 8 shared-memory reads per reduction, not 32."""
+    ptx = build("softmax", ROWS=1, BLOCK_N=4096).ptx
+    assert count(r"ld\.shared", ptx) <= 2 * (8 + 8)  # values and presence, two reductions
+
+
+def test_two_ctas_of_8_warps_are_asked_for_when_they_fit():
+    assert "__launch_bounds__(256, 2)" in build("softmax", ROWS=1, BLOCK_N=16384).cuda_source
+    small = build("softmax", ROWS=1, BLOCK_N=1024)  # 64 threads pair without a cap
+    assert "__launch_bounds__(64)" in small.cuda_source
+
+
+def test_widest_softmax_compiles_fast_from_small_source():
+    """Loops over the register arrays keep the source small however many lanes a thread holds."""
+    start = time.perf_counter()
+    compiled = build("softmax", ROWS=1, BLOCK_N=16384)
+    seconds = time.perf_counter() - start
+    assert len(compiled.cuda_source) < 12_000
+    assert len(build("softmax", ROWS=4, BLOCK_N=4096).cuda_source) < 12_000
+    assert seconds < 5.0  # about 0.5 s here; generous for a loaded CI machine
+
+
+def test_layer_norm_forward_row_in_registers():
+    compiled = build("layer_norm_forward", BLOCK_N=4096)
+    assert compiled.contract.block == (256, 1, 1)  # 16 lanes a thread: two 16-byte f16 loads
+    assert_in_registers(compiled)
+    assert ctas_per_sm(compiled) >= 3
+    ptx = compiled.ptx
+    assert count(r"ld\.global(\.\w+)*\.v4", ptx) == 6  # x, w and b: two groups each
+    assert count(r"st\.global(\.\w+)*\.v4", ptx) == 2
+    assert count(r"bar\.sync|barrier\.sync", ptx) <= 4
+
+
+def test_layer_norm_backward_keeps_its_carried_sums_in_registers():
+    compiled = build("layer_norm_backward_dx", ROWS=16, BLOCK_N=4096)
+    assert compiled.contract.block == (256, 1, 1)
+    assert_in_registers(compiled)
+    assert ctas_per_sm(compiled) >= 2
