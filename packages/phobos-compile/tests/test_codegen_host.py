@@ -425,6 +425,52 @@ kernel bias(x: tensor<f32>[M, N], bias: tensor<f32>[N], out: tensor<f32>[N, M],
         ],
         (2, 2),
     ),
+    "colsum": (
+        """\
+kernel colsum(a: tensor<f32>[M, N], s: tensor<f32>[N], m: tensor<f32>[N], h: tensor<f16>[N]) {
+    let n = ctx.block.x * 64
+    let t = a[0 :+ 32, n :+ 64]
+    s[n :+ 64] = sum(fill(t, 0.0), axis=0)
+    m[n :+ 64] = max(t, axis=0)
+    h[n :+ 64] = f16(sum(fill(a[0 :+ 16, n :+ 64], 1.0), axis=0))
+}
+""",
+        {},
+        lambda rng: [
+            rng.standard_normal((20, 100)).astype(np.float32),
+            np.zeros(100, np.float32),
+            np.zeros(100, np.float32),
+            np.zeros(100, np.float16),
+        ],
+        (2,),
+    ),
+    "colwide": (
+        """\
+kernel colwide(a: tensor<f32>[M, N], s: tensor<f32>[N], t: tensor<f32>[N]) {
+    let n = ctx.block.x * 256
+    s[n :+ 256] = sum(fill(a[0 :+ 16, n :+ 256], 0.0), axis=0)
+    t[n :+ 64] = max(fill(a[0 :+ 4, n :+ 64], -inf), axis=0)
+}
+""",
+        {},
+        lambda rng: [
+            rng.standard_normal((13, 300)).astype(np.float32),
+            np.zeros(300, np.float32),
+            np.zeros(300, np.float32),
+        ],
+        (2,),
+    ),
+    "colsmall": (
+        """\
+kernel colsmall(a: tensor<f32>[M, N], s: tensor<f32>[N]) {
+    let n = ctx.block.x * 16
+    s[n :+ 16] = sum(fill(a[0 :+ 8, n :+ 16], 0.0), axis=0)
+}
+""",
+        {},
+        lambda rng: [rng.standard_normal((6, 20)).astype(np.float32), np.zeros(20, np.float32)],
+        (2,),
+    ),
     "matmul": (
         """\
 @autotune(BM in [16, 128], BN in [16, 128], BK in [16, 64])

@@ -9,6 +9,7 @@ no local memory, and few enough registers that two or more CTAs share an SM.
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 
@@ -87,6 +88,7 @@ MODULE = parse(ROWS_TEXT, "rows.ph")
 REGISTERS_PER_SM = 65536
 
 
+@functools.cache
 def build(kernel: str, **values: int) -> CompiledKernel:
     return compile_kernel(MODULE, kernel, values, arch="sm_90", verbose=True)
 
@@ -149,7 +151,8 @@ def test_two_ctas_of_8_warps_are_asked_for_when_they_fit():
 def test_widest_softmax_compiles_fast_from_small_source():
     """Loops over the register arrays keep the source small however many lanes a thread holds."""
     start = time.perf_counter()
-    compiled = build("softmax", ROWS=1, BLOCK_N=16384)
+    values = {"ROWS": 1, "BLOCK_N": 16384}
+    compiled = compile_kernel(MODULE, "softmax", values, arch="sm_90")  # not the cached build
     seconds = time.perf_counter() - start
     assert len(compiled.cuda_source) < 12_000
     assert len(build("softmax", ROWS=4, BLOCK_N=4096).cuda_source) < 12_000
@@ -172,3 +175,14 @@ def test_layer_norm_backward_keeps_its_carried_sums_in_registers():
     assert compiled.contract.block == (256, 1, 1)
     assert_in_registers(compiled)
     assert ctas_per_sm(compiled) >= 2
+
+
+def test_column_sums_combine_in_threads_and_warps_before_shared_memory():
+    """dw and db: each thread adds its rows, shuffles add a warp's, shared memory the warps'."""
+    compiled = build("layer_norm_backward_dwdb", BLOCK_G=32, BLOCK_N=64)
+    assert compiled.contract.block == (128, 1, 1)
+    assert_in_registers(compiled)
+    # Per sum: 8 lanes a thread, 2 butterfly steps (threads 8 and 16 apart), 4 warp partials.
+    assert count(r"shfl\.sync\.bfly", compiled.ptx) == 2 * 8 * 2
+    assert compiled.contract.static_smem == 4 * 64 * 4  # not every lane of the [32, 64] tile
+    assert count(r"bar\.sync|barrier\.sync", compiled.ptx) <= 4

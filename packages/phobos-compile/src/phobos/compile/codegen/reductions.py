@@ -33,7 +33,7 @@ from phobos.compile.codegen.lanes import (
     mask_word,
     word_lane,
 )
-from phobos.compile.codegen.layout import WARP, Layout, RowLayout
+from phobos.compile.codegen.layout import WARP, AnyLayout, Layout, RowLayout
 from phobos.compile.codegen.values import TileValue
 from phobos.compile.ir import nodes as ir
 
@@ -92,7 +92,10 @@ def reduce_axis(
     present = type_.partial and value.mask is not None
     if axis == len(value.layout.shape) - 1:
         return _reduce_rows(ctx, value, op, type_.dtype, present)
-    result = _reduce_through_shared(ctx, value, op, axis, layout, type_.dtype)
+    if _columns_stay_with_threads(value.layout, axis):
+        result = _reduce_columns(ctx, value, op, layout, type_.dtype)
+    else:
+        result = _reduce_through_shared(ctx, value, op, axis, layout, type_.dtype)
     if not present:
         return result
     presence = TileValue("i32", value.layout, f"({value.mask} ? 1 : 0)")
@@ -180,6 +183,83 @@ def _combine_row_slots(
         return TileValue(dtype, held, lane)
     word = f"{name}_m[{rows.slot_of}]"
     return TileValue(dtype, held, lane, word_lane(word), word=word)
+
+
+def _columns_stay_with_threads(layout: AnyLayout, axis: int) -> bool:
+    """A 2-D tile reduced along its rows whose threads each keep one column group."""
+    return (
+        isinstance(layout, Layout)
+        and axis == 0
+        and len(layout.shape) == 2
+        and layout.threads % layout.groups_per_row == 0
+    )
+
+
+def _reduce_columns(
+    ctx: EmitContext, value: TileValue, op: str, layout: Layout, dtype: str
+) -> TileValue:
+    """Sum (or max, min) a ``[R, C]`` tile over its rows, in parallel.
+
+    Thread ``tid`` holds column group ``tid % P`` (``P`` groups per row) of rows
+    ``tid / P``, ``tid / P + threads / P``, ...: it first combines its own rows
+    lane by lane, then a butterfly over the warp's threads of the same column
+    group (lanes ``P``, ``2P``, ... apart) leaves one partial per warp, and the
+    warps' partials meet in shared memory, where each result lane adds up its
+    column's few partials.  With one partial per column (a warp or more per row),
+    thread ``tid < P`` already holds result group ``tid``.
+    """
+    source = value.layout
+    assert isinstance(source, Layout)
+    per_row, vec, columns = source.groups_per_row, source.vec, source.shape[1]
+    acc = _accumulator(value.dtype)
+    identity = _identity(op, acc, ctx.index_width)
+    part = ctx.fresh("part")
+    ctx.line(f"{ctype(acc)} {part}[{vec}];")
+    ctx.directive("#pragma unroll")
+    with ctx.block(f"for (int i = 0; i < {vec}; ++i)"):
+        ctx.line(f"{part}[i] = {identity};")
+    with group_loop(ctx, source):
+        if source.guarded:
+            ctx.line(f"if (g >= {source.groups}) continue;")
+        with lane_loop(ctx, source):
+            lane = _lane_or_identity(value, op, acc, ctx.index_width)
+            ctx.line(f"{part}[i] = {_combine(op, f'{part}[i]', lane)};")
+    offset = per_row
+    while offset < WARP:
+        ctx.directive("#pragma unroll")
+        with ctx.block(f"for (int i = 0; i < {vec}; ++i)"):
+            shuffled = f"phobos::shuffle_xor({part}[i], {offset})"
+            ctx.line(f"{part}[i] = {_combine(op, f'{part}[i]', shuffled)};")
+        offset *= 2
+    sharing = source.threads // per_row
+    in_warp = WARP // per_row if per_row < WARP else 1
+    partials = sharing // in_warp
+    c = ctype(dtype)
+    if partials == 1:
+        return TileValue(dtype, layout, f"phobos::cast<{c}>({part}[i])")
+    scratch = ctx.need_scratch(partials * columns * byte_size(acc, ctx.index_width))
+    staged = ctx.fresh("staged")
+    ctx.line("__syncthreads();")
+    ctx.line(f"{ctype(acc)}* {staged} = reinterpret_cast<{ctype(acc)}*>({scratch});")
+    if per_row < WARP:
+        writer, k = f"tid % {WARP} < {per_row}", f"tid / {WARP}"
+    else:
+        writer, k = "true", f"tid / {per_row}"
+    with ctx.block(f"if ({writer})"):
+        ctx.directive("#pragma unroll")
+        with ctx.block(f"for (int i = 0; i < {vec}; ++i)"):
+            position = f"({k}) * {columns} + (tid % {per_row}) * {vec} + i"
+            ctx.line(f"{staged}[{position}] = {part}[i];")
+    ctx.line("__syncthreads();")
+    name = ctx.fresh()
+    declare_tile(ctx, c, name, layout, False)
+    with group_loop(ctx, layout, skip_padding=True), lane_loop(ctx, layout):
+        ctx.line(f"{ctype(acc)} total = {identity};")
+        ctx.directive("#pragma unroll")
+        with ctx.block(f"for (int k = 0; k < {partials}; ++k)"):
+            ctx.line(f"total = {_combine(op, 'total', f'{staged}[k * {columns} + c0]')};")
+        ctx.line(f"{name}[r][i] = phobos::cast<{c}>(total);")
+    return TileValue(dtype, layout, f"{name}[r][i]")
 
 
 def _reduce_through_shared(
