@@ -77,9 +77,10 @@ def test_vector_width_and_cta_size_choices():
     assert kernel_vector_lanes([4, 4]) == 4 and kernel_vector_lanes([2, 4]) == 8
     assert kernel_vector_lanes([8]) == 2 and kernel_vector_lanes([]) == 4
     assert lanes_per_group((8, 1), 4) == 1 and lanes_per_group((8, 6), 4) == 2
-    assert choose_threads([16]) == 32  # at least a warp
-    assert choose_threads([1024]) == 64  # 16 lanes per thread
-    assert choose_threads([4096]) == 256 and choose_threads([16384]) == 256  # 8 warps, 16-64 lanes
-    assert choose_threads([32768]) == 512 and choose_threads([1 << 20]) == 1024
+    assert choose_threads(16) == 32  # at least a warp
+    assert choose_threads(1024) == 64  # 16 lanes per thread
+    assert choose_threads(4096) == 256 and choose_threads(16384) == 256  # 8 warps, 16-64 lanes
+    assert choose_threads(32768) == 512 and choose_threads(1 << 20) == 1024
+    assert choose_threads(8192, carried=3 * 8192) == 512  # lanes a loop keeps live count too
     assert choose_fragment_threads([256]) == 64  # four groups per thread
     assert choose_fragment_threads([1 << 20]) == 512  # at most 512 chosen

@@ -67,9 +67,10 @@ def generate(kernel: ir.Kernel, spec: Specialization, arch: str) -> GeneratedKer
     ]
     kernel_vec = kernel_vector_lanes(moved)
     has_dot = any(isinstance(n, ir.Dot) for n in nodes)
-    threads = _threads(kernel, shapes, kernel_vec, has_dot)
+    carried = sum(carried_tile_sizes(kernel.body))
+    threads = _threads(kernel, shapes, kernel_vec, has_dot, carried)
     largest = max((math.prod(s) for s in shapes), default=1)
-    ctas = min_ctas_per_sm(threads, has_dot, largest, carried_tile_sizes(kernel.body))
+    ctas = min_ctas_per_sm(threads, has_dot, largest + carried)
     signature = build_signature(kernel, spec, written)
     ctx = EmitContext(threads, kernel_vec, spec.index_width, signature.access, read & written)
     for var_name, layout in _carried_layouts(ctx, nodes).items():
@@ -173,14 +174,18 @@ def _row_source(
 
 
 def _threads(
-    kernel: ir.Kernel, shapes: set[tuple[int, ...]], kernel_vec: int, has_dot: bool
+    kernel: ir.Kernel,
+    shapes: set[tuple[int, ...]],
+    kernel_vec: int,
+    has_dot: bool,
+    carried: int,
 ) -> int:
     values = dict(kernel.values)
     if NUM_THREADS not in values:
         if has_dot:
             groups = [math.prod(s) // lanes_per_group(s, kernel_vec) for s in shapes]
             return choose_fragment_threads(groups)
-        return choose_threads([math.prod(s) for s in shapes])
+        return choose_threads(max((math.prod(s) for s in shapes), default=1), carried)
     chosen = values[NUM_THREADS]
     if chosen <= 0 or chosen % WARP or chosen > MAX_THREADS:
         raise error(

@@ -19,7 +19,6 @@ iteration.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
 
 from phobos.compile.codegen.walk import walk
 from phobos.compile.ir import nodes as ir
@@ -31,17 +30,17 @@ MAX_PAIRED_WORDS = 64  # half the 128 registers: the rest for addresses, masks, 
 MAX_REGISTERS = 255  # a thread's most: a CTA of 128 threads or fewer pairs without a cap
 
 
-def min_ctas_per_sm(
-    threads: int, has_dot: bool, largest_tile: int, carried_tiles: Iterable[int]
-) -> int:
+def min_ctas_per_sm(threads: int, has_dot: bool, lanes: int) -> int:
     """``PAIRED_CTAS`` where two CTAs' registers fit the SM without spilling, else 1.
+
+    ``lanes``: the largest tile's lanes plus those of the tiles loops carry.
 
     1 also where asking would change nothing (a small CTA pairs anyway).
     """
     cap = REGISTERS_PER_SM // (PAIRED_CTAS * threads)
     if has_dot or threads > MAX_PAIRED_THREADS or cap >= MAX_REGISTERS:
         return 1
-    words = -(-(largest_tile + sum(carried_tiles)) // threads)
+    words = -(-lanes // threads)
     return PAIRED_CTAS if words <= MAX_PAIRED_WORDS else 1
 
 
