@@ -460,6 +460,28 @@ kernel colwide(a: tensor<f32>[M, N], s: tensor<f32>[N], t: tensor<f32>[N]) {
         ],
         (2,),
     ),
+    "reload": (
+        """\
+kernel reload(x: tensor<f16>[M, N], w: tensor<f16>[N], y: tensor<f32>[M, N], s: tensor<f32>[N]) {
+    let weight = f32(w[0 :+ 64]) * 2.0
+    var acc = zeros<f32>[64]
+    for m in 0 .. M {
+        let row = f32(x[m, 0 :+ 64]) * weight
+        y[m, 0 :+ 64] = row
+        acc += fill(row, 0.0)
+    }
+    s[0 :+ 64] = acc
+}
+""",
+        {},
+        lambda rng: [
+            rng.standard_normal((5, 50)).astype(np.float16),
+            rng.standard_normal(50).astype(np.float16),
+            np.zeros((5, 50), np.float32),
+            np.zeros(50, np.float32),
+        ],
+        (1,),
+    ),
     "colsmall": (
         """\
 kernel colsmall(a: tensor<f32>[M, N], s: tensor<f32>[N]) {

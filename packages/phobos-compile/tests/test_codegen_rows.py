@@ -186,3 +186,12 @@ def test_column_sums_combine_in_threads_and_warps_before_shared_memory():
     assert count(r"shfl\.sync\.bfly", compiled.ptx) == 2 * 8 * 2
     assert compiled.contract.static_smem == 4 * 64 * 4  # not every lane of the [32, 64] tile
     assert count(r"bar\.sync|barrier\.sync", compiled.ptx) <= 4
+
+
+def test_layer_norm_backward_over_8192_columns_grows_the_cta_and_reloads_the_weights():
+    compiled = build("layer_norm_backward_dx", ROWS=16, BLOCK_N=8192)
+    # The row and two running sums: 24576 lanes, 48 a thread on 16 warps.
+    assert compiled.contract.block == (512, 1, 1)
+    assert_in_registers(compiled)
+    body = compiled.cuda_source[compiled.cuda_source.index("for (index_t") :]
+    assert "p_w +" in body  # the weights are read again per row, not held across the loop

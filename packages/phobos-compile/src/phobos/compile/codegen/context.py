@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from phobos.compile.codegen.facts import Facts
 from phobos.compile.codegen.layout import AnyLayout, Layout, lanes_per_group
 from phobos.compile.codegen.signature import TensorAccess
+from phobos.compile.ir import nodes as ir
 from phobos.compile.span import Span
 
 SCRATCH = "phobos_scratch"
@@ -36,6 +37,7 @@ class EmitContext:
         self.access = access
         self.read_and_written = read_and_written
         self.facts = Facts()
+        self.reloads: dict[str, ir.Expr] = {}  # tile lets each read emits again (reload.py)
         self.lines: list[str] = []
         self.scratch_bytes = 0
         self._variables: dict[str, AnyLayout] = {}

@@ -91,6 +91,8 @@ def tile(ctx: EmitContext, e: ir.Expr) -> TileValue:
     assert isinstance(e.type, ir.TileT)
     layout = ctx.layout(e.type.shape)
     dtype = e.type.dtype
+    if isinstance(e, ir.Read) and e.var.name in ctx.reloads:
+        return tile(ctx, ctx.reloads[e.var.name])
     if isinstance(e, ir.Read):
         name = variable_name(e.var.name)
         if not e.var.type.partial:

@@ -31,6 +31,7 @@ from phobos.compile.codegen.layout import (
     lanes_per_group,
 )
 from phobos.compile.codegen.occupancy import carried_tile_sizes, min_ctas_per_sm
+from phobos.compile.codegen.reload import reloaded_tiles
 from phobos.compile.codegen.signature import build_signature
 from phobos.compile.codegen.specialization import Specialization
 from phobos.compile.codegen.statements import emit_block
@@ -67,12 +68,16 @@ def generate(kernel: ir.Kernel, spec: Specialization, arch: str) -> GeneratedKer
     ]
     kernel_vec = kernel_vector_lanes(moved)
     has_dot = any(isinstance(n, ir.Dot) for n in nodes)
-    carried = sum(carried_tile_sizes(kernel.body))
+    reloads = reloaded_tiles(kernel.body, written)
+    carried = sum(
+        size for name, size in carried_tile_sizes(kernel.body).items() if name not in reloads
+    )
     threads = _threads(kernel, shapes, kernel_vec, has_dot, carried)
     largest = max((math.prod(s) for s in shapes), default=1)
     ctas = min_ctas_per_sm(threads, has_dot, largest + carried)
     signature = build_signature(kernel, spec, written)
     ctx = EmitContext(threads, kernel_vec, spec.index_width, signature.access, read & written)
+    ctx.reloads = reloads
     for var_name, layout in _carried_layouts(ctx, nodes).items():
         ctx.prefer_layout(var_name, layout)
     emit_block(ctx, kernel.body)

@@ -44,7 +44,7 @@ def min_ctas_per_sm(threads: int, has_dot: bool, lanes: int) -> int:
     return PAIRED_CTAS if words <= MAX_PAIRED_WORDS else 1
 
 
-def carried_tile_sizes(body: tuple[ir.Stmt, ...]) -> list[int]:
+def carried_tile_sizes(body: tuple[ir.Stmt, ...]) -> dict[str, int]:
     """The lanes of each tile variable some loop reads but did not define."""
     carried: dict[str, int] = {}
     for loop in (n for n in walk(body) if isinstance(n, (ir.For, ir.While))):
@@ -54,4 +54,4 @@ def carried_tile_sizes(body: tuple[ir.Stmt, ...]) -> list[int]:
             tile = isinstance(n, ir.Read) and isinstance(n.type, ir.TileT)
             if tile and n.var.name not in defined:
                 carried[n.var.name] = math.prod(n.type.shape)
-    return list(carried.values())
+    return carried

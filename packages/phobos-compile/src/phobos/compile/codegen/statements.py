@@ -71,6 +71,8 @@ def _define(ctx: EmitContext, var: ir.Variable, value: ir.Expr) -> None:
         ctx.line(f"{declared} = {scalar(ctx, value)};")
         ctx.facts.define(var, value)
         return
+    if var.name in ctx.reloads:  # emitted where it is read
+        return
     computed = tile(ctx, value)
     preferred = ctx.preferred_layout(var.name)
     if preferred is not None:
