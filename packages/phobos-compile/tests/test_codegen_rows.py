@@ -193,5 +193,5 @@ def test_layer_norm_backward_over_8192_columns_grows_the_cta_and_reloads_the_wei
     # The row and two running sums: 24576 lanes, 48 a thread on 16 warps.
     assert compiled.contract.block == (512, 1, 1)
     assert_in_registers(compiled)
-    body = compiled.cuda_source[compiled.cuda_source.index("for (index_t") :]
+    body = compiled.cuda_source[compiled.cuda_source.index("for (phobos::i32 v_i") :]
     assert "p_w +" in body  # the weights are read again per row, not held across the loop
