@@ -2,14 +2,19 @@
 
 The kernel-wide choices are made here, before any code is emitted: the lanes
 per group (one 16-byte vector of the narrowest element the kernel moves
-through memory), the CTA size (the reserved value ``NUM_THREADS``, else enough
-threads that the largest tile gives each about four groups, from one warp to
-512) and the C parameters.  Then the body is emitted statement by statement
-and wrapped in the ``extern "C" __global__`` entry point, with the shared
-staging buffer sized to the largest conversion, reduction or ``dot`` (static
-up to 48 KiB, dynamic beyond).  Variables a loop carries are given, from
-their definition on, the layout their updates produce: a ``dot`` accumulator
-the accumulator fragments, a running row max or sum the row layout.
+through memory), the CTA size (the reserved value ``NUM_THREADS``, else
+``layout.choose_threads``: 16 lanes a thread up to 8 warps, then up to 64
+lanes a thread counting the tiles loops carry, then more warps; kernels with
+``dot`` use ``choose_fragment_threads``), how many CTAs must share an SM
+(``occupancy.py``: the second number of ``__launch_bounds__``), which ``let``
+tiles are loaded again inside loops instead of held (``reload.py``) and the C
+parameters.  The CTA size is the contract's ``block``.  Then the body is
+emitted statement by statement and wrapped in the ``extern "C" __global__``
+entry point, with the shared staging buffer sized to the largest conversion,
+reduction or ``dot`` (static up to 48 KiB, dynamic beyond).  Variables a loop
+carries are given, from their definition on, the layout their updates
+produce: a ``dot`` accumulator the accumulator fragments, a running row max or
+sum the row layout.
 """
 
 from __future__ import annotations

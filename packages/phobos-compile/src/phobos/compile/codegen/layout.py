@@ -15,6 +15,20 @@ In generated code a thread's lanes are the register array ``T v[repeats][vec]``
 walked by two fully unrolled loops, ``r`` over repeats and ``i`` over the
 group; ``g = r * threads + tid``.  ``coords`` gives each lane's tile
 coordinates as C expressions of ``g`` and ``i``, with constant divisors.
+Loops (not one statement per lane) keep the source a few KiB whatever the
+lanes a thread holds; unrolling makes every index a constant, so the arrays
+live in registers.
+
+How a row tile lands (the memory-bound kernels: softmax, layer norm).  A
+``[ROWS, N]`` f32 tile with 16-byte groups has ``N / 4`` groups a row; the CTA
+(``choose_threads``) has 16 lanes a thread up to 256 threads, then up to 64.
+So a 4096-wide row is 1024 groups on 256 threads: thread ``t`` holds groups
+``t, t + 256, t + 512, t + 768`` of the row (four 16-byte loads, each warp
+reading 512 contiguous bytes per load), and the row spans all 8 warps.  A
+16384-wide row gives each of the 256 threads 16 groups.  A 1024-wide row gets
+64 threads of 4 groups.  Rows shorter than a warp's groups share warps (8
+groups a row: four rows a warp).  f16 rows have 8 lanes a group, so 16 lanes a
+thread is two groups.
 
 The layout is a value so that other distributions are new layouts with
 conversions between them.  ``RowLayout`` holds the result of a reduction along

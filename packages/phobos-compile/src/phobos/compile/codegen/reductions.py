@@ -7,14 +7,24 @@ consecutive threads, so a butterfly of ``shfl.xor`` over ``min(groups per row,
 thread of the row now holds its result: nothing else moves, and the result is
 held in the ``RowLayout`` so broadcasting it back over the row is free.  Else
 one partial per (row, warp) goes to the shared staging buffer, and after a
-barrier every thread of the row combines the row's few partials.  Along another axis the lanes to combine
-live in different threads and rows, so every lane goes through shared memory
-and each result lane combines its column there.
+barrier every thread of the row combines the row's few partials; a row wider
+than the CTA (several repeats of every thread) is first combined across the
+thread's repeats and its partials are combined once per row, not per repeat.
+A row reduction thus costs ``log2(min(groups a row, 32))`` shuffles and, when
+the row spans warps, two barriers.
+
+A 2-D tile reduced over its rows (axis 0, as layer norm's ``dw``/``db`` column
+sums) keeps each column group in one thread when the CTA is a multiple of the
+groups a row: each thread adds its own rows, a butterfly adds the warp's
+threads of the same column group, and shared memory only the warps' partials.
+Any other axis stages every lane in shared memory and each result lane
+combines its column there.
 
 Absent lanes and padding count as the identity.  f16/bf16 accumulate in f32 and
 narrow integers in 32 bits, and the result is cast back.  When the result may
-have absent lanes (every reduced lane absent), presence is reduced the same way
-with ``max``.
+have absent lanes (every reduced lane absent), a row's presence is one warp
+vote (``__ballot_sync``) per row segment that travels with the partials through
+the same barrier; another axis reduces presence like a value, with ``max``.
 """
 
 from __future__ import annotations
