@@ -14,7 +14,9 @@ ROOT = Path(__file__).resolve().parents[1]
 TUTORIALS = {
     "01_vector_add.py": "vector_add.ph",
     "02_fused_softmax.py": "softmax.ph",
+    "03_matmul.py": "matmul.ph",
     "05_layer_norm.py": "layer_norm.ph",
+    "06_fused_attention.py": "attention.ph",
 }
 
 

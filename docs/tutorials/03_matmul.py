@@ -220,37 +220,56 @@ def tflops(m: int, n: int, k: int, ms: float) -> float:
     return 2 * m * n * k / (ms * 1e-3) / 1e12
 
 
-def check_and_time_on_gpu(sizes=(1024, 4096, 8192), activation: bool = False) -> None:
-    """Check against torch in float64, then time Phobos, Triton and torch (median, L2 flushed).
+def measure_on_gpu(size: int, activation: bool, triton_run, time_ms) -> dict:
+    """Check Phobos, Triton and torch on ``size``³ against float64, then time each.
 
-    Phobos's first launch of each size tunes BM, BN, BK and NUM_THREADS (docs/autotuning.md).
+    ``time_ms(fn)`` is the timer (a median in ms).  Phobos's first launch of a shape tunes
+    BM, BN, BK and NUM_THREADS (docs/autotuning.md); the row records the variant chosen.
     """
     import torch
+
+    a = torch.randn(size, size, device="cuda", dtype=torch.float16)
+    b = torch.randn(size, size, device="cuda", dtype=torch.float16)
+    expected = torch_matmul(a.double(), b.double(), activation)
+    c = torch.full((size, size), float("nan"), device="cuda", dtype=torch.float16)
+
+    def phobos_run():
+        run_matmul(a, b, c, activation)
+        return c
+
+    runs = {
+        "phobos": phobos_run,
+        "triton": lambda: triton_run(a, b, activation),
+        "torch": lambda: torch_matmul(a, b, activation),
+    }
+    row: dict = {"size": size, "activation": activation}
+    for name, run in runs.items():
+        got = run()
+        if name == "phobos":
+            row["phobos_variant"] = matmul.tuning_report().choice
+        error = relative_error(got, expected)
+        if not error < 1e-2 or bool(got.isnan().any()):
+            raise AssertionError(f"{name}: relative error {error:.1e} against float64")
+        row[f"{name}_error"] = error
+        row[f"{name}_tflops"] = tflops(size, size, size, time_ms(run))
+    return row
+
+
+def check_and_time_on_gpu(sizes=(1024, 4096, 8192), activation: bool = False) -> None:
+    """Check against torch in float64, then time Phobos, Triton and torch (median, L2 flushed)."""
     from triton.testing import do_bench
+
+    def time_ms(fn):
+        return do_bench(fn, return_mode="median")
 
     triton_run = triton_matmul()
     for size in sizes:
-        a = torch.randn(size, size, device="cuda", dtype=torch.float16)
-        b = torch.randn(size, size, device="cuda", dtype=torch.float16)
-        expected = torch_matmul(a.double(), b.double(), activation)
-        c = torch.full((size, size), float("nan"), device="cuda", dtype=torch.float16)
-
-        def phobos_run():
-            run_matmul(a, b, c, activation)  # noqa: B023
-            return c  # noqa: B023
-
-        runs = {
-            "phobos": phobos_run,
-            "triton": lambda: triton_run(a, b, activation),  # noqa: B023
-            "torch": lambda: torch_matmul(a, b, activation),  # noqa: B023
-        }
-        for name, run in runs.items():
-            got = run()
-            error = relative_error(got, expected)
-            assert error < 1e-2 and not got.isnan().any(), f"{name}: relative error {error}"
-            ms = do_bench(run, return_mode="median")
-            print(f"{size}^3 {name:7s} {tflops(size, size, size, ms):7.1f} TFLOP/s  ({error:.1e})")
-        print(f"phobos variant: {matmul.tuning_report().choice}")
+        row = measure_on_gpu(size, activation, triton_run, time_ms)
+        print(
+            f"{size}^3 leaky_relu={activation!s:5} phobos {row['phobos_tflops']:6.1f}  "
+            f"triton {row['triton_tflops']:6.1f}  torch {row['torch_tflops']:6.1f} TFLOP/s  "
+            f"(phobos variant {row['phobos_variant']})"
+        )
 
 
 def main() -> None:
