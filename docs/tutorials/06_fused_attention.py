@@ -612,7 +612,9 @@ def measure_on_gpu(b: int, h: int, s: int, d: int, causal: bool, triton_fns, tim
 
     triton_forward, triton_backward = triton_fns
     sm_scale = 1 / math.sqrt(d)
-    q, k, v, do = (torch.randn(b * h, s, d, device="cuda", dtype=torch.float16) for _ in range(4))
+    # torch's fused kernels take [B, H, S, D]; Phobos and Triton take the free [B*H, S, D] view.
+    shaped = [torch.randn(b, h, s, d, device="cuda", dtype=torch.float16) for _ in range(4)]
+    q, k, v, do = (t.view(b * h, s, d) for t in shaped)
     expected = torch_reference(q, k, v, do, sm_scale, causal)
     out = phobos_buffers(b * h, s, d)
 
@@ -637,10 +639,13 @@ def measure_on_gpu(b: int, h: int, s: int, d: int, causal: bool, triton_fns, tim
     row.update({f"triton_{name}_error": error for name, error in errors.items()})
 
     sdpa = torch.nn.functional.scaled_dot_product_attention
-    leaves = [t.detach().requires_grad_() for t in (q, k, v)]
+    leaves = [t.detach().requires_grad_() for t in shaped[:3]]
     torch_o = sdpa(*leaves, is_causal=causal, scale=sm_scale)
-    torch_grads = torch.autograd.grad(torch_o, leaves, do, retain_graph=True)
-    got = {"o": torch_o.detach(), **dict(zip(("dq", "dk", "dv"), torch_grads))}
+    torch_grads = torch.autograd.grad(torch_o, leaves, shaped[3], retain_graph=True)
+    got = {
+        name: value.detach().view(b * h, s, d)
+        for name, value in zip(("o", "dq", "dk", "dv"), (torch_o, *torch_grads))
+    }
     errors = checked("torch", got, expected)
     row.update({f"torch_{name}_error": error for name, error in errors.items()})
 
@@ -651,8 +656,8 @@ def measure_on_gpu(b: int, h: int, s: int, d: int, causal: bool, triton_fns, tim
             lambda: triton_backward(q, k, v, o, do, m, causal, sm_scale),
         ),
         "torch": (
-            lambda: sdpa(q, k, v, is_causal=causal, scale=sm_scale),
-            lambda: torch.autograd.grad(torch_o, leaves, do, retain_graph=True),
+            lambda: sdpa(*shaped[:3], is_causal=causal, scale=sm_scale),
+            lambda: torch.autograd.grad(torch_o, leaves, shaped[3], retain_graph=True),
         ),
     }
     flops = forward_flops(b, h, s, d, causal)
