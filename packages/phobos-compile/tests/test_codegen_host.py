@@ -549,6 +549,24 @@ kernel softmax(x: tensor<f32>[M, N], out: tensor<f32>[M, N]) {
         ],
         (2,),
     ),
+    "wide_rows": (
+        """\
+@autotune(ROWS in {1, 2}, BLOCK_N in [16, 4096])
+kernel wide_rows(x: tensor<f32>[M, N], out: tensor<f32>[M, N]) {
+    let first = ctx.block.x * ROWS
+    let rows = x[first :+ ROWS, 0 :+ BLOCK_N]
+    let shifted = rows - max(rows, axis=1)[:, newaxis]
+    let numerator = exp(shifted)
+    out[first :+ ROWS, 0 :+ BLOCK_N] = numerator / sum(numerator, axis=1)[:, newaxis]
+}
+""",
+        {"ROWS": 2, "BLOCK_N": 2048},  # 256 threads: each row spans two repeats of all 8 warps
+        lambda rng: [
+            rng.standard_normal((3, 1500)).astype(np.float32),
+            np.zeros((3, 1500), np.float32),
+        ],
+        (2,),  # the second block's second row is past M: absent, never stored
+    ),
     "norm": (
         """\
 @autotune(BN in [32, 4096])
