@@ -81,6 +81,6 @@ def test_vector_width_and_cta_size_choices():
     assert choose_threads(1024) == 64  # 16 lanes per thread
     assert choose_threads(4096) == 256 and choose_threads(16384) == 256  # 8 warps, 16-64 lanes
     assert choose_threads(32768) == 512 and choose_threads(1 << 20) == 1024
-    assert choose_threads(8192, carried=3 * 8192) == 512  # lanes a loop keeps live count too
+    assert choose_threads(8192, held=3 * 8192) == 512  # lanes a loop keeps live count too
     assert choose_fragment_threads([256]) == 64  # four groups per thread
     assert choose_fragment_threads([1 << 20]) == 512  # at most 512 chosen

@@ -84,7 +84,15 @@ kernel layer_norm_backward_dwdb(dw_partial: tensor<f32>[GROUPS, N],
 }
 """
 
-MODULE = parse(ROWS_TEXT, "rows.ph")
+VECTOR_ADD = """
+@autotune(BLOCK in [256, 16384])
+kernel vector_add(x: tensor<f32>[N], y: tensor<f32>[N], out: tensor<f32>[N]) {
+    let base = ctx.block.x * BLOCK
+    out[base :+ BLOCK] = x[base :+ BLOCK] + y[base :+ BLOCK]
+}
+"""
+
+MODULE = parse(ROWS_TEXT + VECTOR_ADD, "rows.ph")
 REGISTERS_PER_SM = 65536
 
 
@@ -195,3 +203,12 @@ def test_layer_norm_backward_over_8192_columns_grows_the_cta_and_reloads_the_wei
     assert_in_registers(compiled)
     body = compiled.cuda_source[compiled.cuda_source.index("for (phobos::i32 v_i") :]
     assert "p_w +" in body  # the weights are read again per row, not held across the loop
+
+
+@pytest.mark.parametrize(("block", "threads"), [(1024, 64), (8192, 256), (16384, 512)])
+def test_windows_loaded_together_count_toward_a_threads_lanes(block, threads):
+    """x and y are both in registers before the add: 2 x 16384 lanes need 512 threads."""
+    compiled = build("vector_add", BLOCK=block)
+    assert compiled.contract.block == (threads, 1, 1)
+    assert_in_registers(compiled)
+    assert count(r"ld\.global(\.\w+)*\.v4\.f32", compiled.ptx) == 2 * block // 4 // threads

@@ -35,7 +35,11 @@ from phobos.compile.codegen.layout import (
     kernel_vector_lanes,
     lanes_per_group,
 )
-from phobos.compile.codegen.occupancy import carried_tile_sizes, min_ctas_per_sm
+from phobos.compile.codegen.occupancy import (
+    carried_tile_sizes,
+    loaded_together,
+    min_ctas_per_sm,
+)
 from phobos.compile.codegen.reload import reloaded_tiles
 from phobos.compile.codegen.signature import build_signature
 from phobos.compile.codegen.specialization import Specialization
@@ -77,9 +81,10 @@ def generate(kernel: ir.Kernel, spec: Specialization, arch: str) -> GeneratedKer
     carried = sum(
         size for name, size in carried_tile_sizes(kernel.body).items() if name not in reloads
     )
-    threads = _threads(kernel, shapes, kernel_vec, has_dot, carried)
     largest = max((math.prod(s) for s in shapes), default=1)
-    ctas = min_ctas_per_sm(threads, has_dot, largest + carried)
+    held = max(largest, loaded_together(kernel.body)) + carried
+    threads = _threads(kernel, largest, shapes, kernel_vec, has_dot, held)
+    ctas = min_ctas_per_sm(threads, has_dot, held)
     signature = build_signature(kernel, spec, written)
     ctx = EmitContext(threads, kernel_vec, spec.index_width, signature.access, read & written)
     ctx.reloads = reloads
@@ -185,17 +190,18 @@ def _row_source(
 
 def _threads(
     kernel: ir.Kernel,
+    largest: int,
     shapes: set[tuple[int, ...]],
     kernel_vec: int,
     has_dot: bool,
-    carried: int,
+    held: int,
 ) -> int:
     values = dict(kernel.values)
     if NUM_THREADS not in values:
         if has_dot:
             groups = [math.prod(s) // lanes_per_group(s, kernel_vec) for s in shapes]
             return choose_fragment_threads(groups)
-        return choose_threads(max((math.prod(s) for s in shapes), default=1), carried)
+        return choose_threads(largest, held)
     chosen = values[NUM_THREADS]
     if chosen <= 0 or chosen % WARP or chosen > MAX_THREADS:
         raise error(

@@ -134,22 +134,25 @@ def kernel_vector_lanes(memory_dtype_bytes: list[int]) -> int:
     return max(VECTOR_BYTES // narrowest, 1)
 
 
-def choose_threads(largest: int, carried: int = 0) -> int:
+def choose_threads(largest: int, held: int = 0) -> int:
     """The CTA size for a kernel without ``dot`` whose largest tile has ``largest`` lanes.
 
     A memory-bound kernel wants many bytes in flight per SM: several 16-byte loads
     per thread and several CTAs per SM.  So the CTA grows from one warp until each
-    thread holds ``ELEMENTS_PER_THREAD`` lanes, up to ``PREFERRED_THREADS``; a larger
-    tile then gives each thread more lanes (more loads in flight, still in registers)
-    up to ``MOST_ELEMENTS_PER_THREAD``, counting the ``carried`` lanes of the tiles
-    a loop keeps live, and only past that more threads, up to 1024.  A 4096-wide
-    f32 row gets 256 threads of 16 lanes, a 16384-wide one 256 of 64; layer norm's
-    backward over 8192 columns (the row, the weights and two running sums) 512.
+    thread holds ``ELEMENTS_PER_THREAD`` lanes of the largest tile, up to
+    ``PREFERRED_THREADS``; a larger tile then gives each thread more lanes (more
+    loads in flight, still in registers) up to ``MOST_ELEMENTS_PER_THREAD`` of
+    the lanes ``held`` at once (the largest tile or the windows one statement
+    loads together, plus the tiles a loop carries), and only past that more
+    threads, up to 1024.  A 4096-wide f32 row gets 256 threads of 16 lanes, a
+    16384-wide one 256 of 64; layer norm's backward over 8192 columns (the row
+    and two running sums) 512, and so does ``x[w] + y[w]`` over 16384.
     """
+    held = max(held, largest)
     threads = WARP
     while threads < PREFERRED_THREADS and threads * ELEMENTS_PER_THREAD < largest:
         threads *= 2
-    while threads < MAX_THREADS and threads * MOST_ELEMENTS_PER_THREAD < largest + carried:
+    while threads < MAX_THREADS and threads * MOST_ELEMENTS_PER_THREAD < held:
         threads *= 2
     return threads
 

@@ -44,6 +44,26 @@ def min_ctas_per_sm(threads: int, has_dot: bool, lanes: int) -> int:
     return PAIRED_CTAS if words <= MAX_PAIRED_WORDS else 1
 
 
+def loaded_together(body: tuple[ir.Stmt, ...]) -> int:
+    """The most lanes one statement loads: its loads are all in registers before it computes.
+
+    ``out[w] = x[w] + y[w]`` holds both windows at once, twice the tile.
+    """
+    simple = (ir.Define, ir.Assign, ir.Store)
+    return max(
+        (
+            sum(
+                math.prod(n.type.shape)
+                for n in walk((stmt,))
+                if isinstance(n, ir.Load) and isinstance(n.type, ir.TileT)
+            )
+            for stmt in walk(body)
+            if isinstance(stmt, simple)
+        ),
+        default=0,
+    )
+
+
 def carried_tile_sizes(body: tuple[ir.Stmt, ...]) -> dict[str, int]:
     """The lanes of each tile variable some loop reads but did not define."""
     carried: dict[str, int] = {}
