@@ -643,7 +643,7 @@ def measure_on_gpu(b: int, h: int, s: int, d: int, causal: bool, triton_fns, tim
     torch_o = sdpa(*leaves, is_causal=causal, scale=sm_scale)
     torch_grads = torch.autograd.grad(torch_o, leaves, shaped[3], retain_graph=True)
     got = {
-        name: value.detach().view(b * h, s, d)
+        name: value.detach().reshape(b * h, s, d)
         for name, value in zip(("o", "dq", "dk", "dv"), (torch_o, *torch_grads))
     }
     errors = checked("torch", got, expected)
