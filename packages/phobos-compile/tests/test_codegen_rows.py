@@ -212,3 +212,10 @@ def test_windows_loaded_together_count_toward_a_threads_lanes(block, threads):
     assert compiled.contract.block == (threads, 1, 1)
     assert_in_registers(compiled)
     assert count(r"ld\.global(\.\w+)*\.v4\.f32", compiled.ptx) == 2 * block // 4 // threads
+
+
+def test_layer_norm_forward_over_16384_columns_loads_its_three_windows_without_spilling():
+    """x, w and b are loaded together (ptxas issues them early): 1024 threads hold them."""
+    compiled = build("layer_norm_forward", BLOCK_N=16384)
+    assert compiled.contract.block == (1024, 1, 1)
+    assert_in_registers(compiled)

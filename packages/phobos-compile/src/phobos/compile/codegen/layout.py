@@ -142,11 +142,12 @@ def choose_threads(largest: int, held: int = 0) -> int:
     thread holds ``ELEMENTS_PER_THREAD`` lanes of the largest tile, up to
     ``PREFERRED_THREADS``; a larger tile then gives each thread more lanes (more
     loads in flight, still in registers) up to ``MOST_ELEMENTS_PER_THREAD`` of
-    the lanes ``held`` at once (the largest tile or the windows one statement
-    loads together, plus the tiles a loop carries), and only past that more
+    the lanes ``held`` at once (the largest tile or the windows a straight run
+    of statements loads, plus the tiles a loop carries), and only past that more
     threads, up to 1024.  A 4096-wide f32 row gets 256 threads of 16 lanes, a
     16384-wide one 256 of 64; layer norm's backward over 8192 columns (the row
-    and two running sums) 512, and so does ``x[w] + y[w]`` over 16384.
+    and two running sums) 512, and so does ``x[w] + y[w]`` over 16384; layer
+    norm's forward over 16384 (row, weights and biases loaded together) 1024.
     """
     held = max(held, largest)
     threads = WARP

@@ -45,22 +45,26 @@ def min_ctas_per_sm(threads: int, has_dot: bool, lanes: int) -> int:
 
 
 def loaded_together(body: tuple[ir.Stmt, ...]) -> int:
-    """The most lanes one statement loads: its loads are all in registers before it computes.
+    """The most lanes one straight run of statements loads: ptxas issues its loads early.
 
-    ``out[w] = x[w] + y[w]`` holds both windows at once, twice the tile.
+    Loads need no result of the statements before them, so ptxas hoists them to
+    have them in flight together: ``out[w] = x[w] + y[w]`` holds both windows at
+    once, layer norm's forward its row, weights and biases.  A loop body is its own
+    run (its loads cannot move out of it).
     """
-    simple = (ir.Define, ir.Assign, ir.Store)
-    return max(
-        (
-            sum(
-                math.prod(n.type.shape)
-                for n in walk((stmt,))
-                if isinstance(n, ir.Load) and isinstance(n.type, ir.TileT)
-            )
-            for stmt in walk(body)
-            if isinstance(stmt, simple)
-        ),
-        default=0,
+    most = _loaded(body)
+    for loop in (n for n in walk(body) if isinstance(n, (ir.For, ir.While))):
+        most = max(most, _loaded(loop.body))
+    return most
+
+
+def _loaded(run: tuple[ir.Stmt, ...]) -> int:
+    """The lanes the tile loads of ``run``'s statements (not of its loops) bring in."""
+    straight = tuple(s for s in run if isinstance(s, (ir.Define, ir.Assign, ir.Store)))
+    return sum(
+        math.prod(n.type.shape)
+        for n in walk(straight)
+        if isinstance(n, ir.Load) and isinstance(n.type, ir.TileT)
     )
 
 
