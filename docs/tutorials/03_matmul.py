@@ -149,10 +149,6 @@ def triton_matmul():
         )
     ]
 
-    @triton.jit
-    def leaky(x):
-        return tl.where(x >= 0, x, 0.01 * x)
-
     @triton.autotune(configs=configs, key=["M", "N", "K"])
     @triton.jit
     def matmul_kernel(
@@ -183,7 +179,7 @@ def triton_matmul():
             a_ptrs += BK * stride_ak
             b_ptrs += BK * stride_bk
         if ACTIVATION == "leaky_relu":
-            acc = leaky(acc)
+            acc = tl.where(acc >= 0, acc, 0.01 * acc)
         c = acc.to(tl.float16)
         out_rows = pid_m * BM + tl.arange(0, BM)
         out_cols = pid_n * BN + tl.arange(0, BN)

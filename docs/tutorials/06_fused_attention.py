@@ -341,86 +341,57 @@ def check_on_cpu(bh: int = 3, s: int = 100, d: int = 16) -> None:
 
 
 def triton_attention():
-    """Attention in Triton, written the way Triton's tutorial 06 writes it: the forward
-    with the online softmax in exp2 and a two-stage causal loop (whole blocks, then the
-    diagonal block with a mask), storing M = m + log2(l); the backward as a preprocess,
-    a dk/dv kernel and a dq kernel.  S must be a multiple of 128, as in the tutorial.
+    """Attention in Triton, written the way Triton's tutorial 06 writes it: pointer
+    arithmetic, the online softmax in exp2 with the scale folded in, M = m + log2(l) kept
+    for the backward, and the backward as a preprocess, a dk/dv kernel and a dq kernel.
+    Like the Phobos kernels, the causal loop masks every block it visits (the current
+    tutorial splits off the diagonal block; its earlier versions mask as here).  S must
+    be a multiple of 128, as in the tutorial.
     Returns ``(forward(q, k, v, causal, sm_scale) -> (o, M), backward(q, k, v, o, do, M,
     causal, sm_scale) -> (dq, dk, dv))`` for ``[B*H, S, D]`` tensors."""
     import torch
     import triton
     import triton.language as tl
 
-    @triton.jit
-    def fwd_inner(
-        acc, l_i, m_i, q, k_base, v_base, start_m, qk_scale, S,
-        HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-        STAGE: tl.constexpr,
-    ):  # fmt: skip
-        # STAGE 1: the blocks left of the diagonal; 2: the diagonal block; 3: every block.
-        if STAGE == 1:
-            lo, hi = 0, start_m * BLOCK_M
-        elif STAGE == 2:
-            lo, hi = start_m * BLOCK_M, (start_m + 1) * BLOCK_M
-        else:
-            lo, hi = 0, S
-        offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
-        offs_n = tl.arange(0, BLOCK_N)
-        offs_d = tl.arange(0, HEAD_DIM)
-        for start_n in range(lo, hi, BLOCK_N):
-            kt = tl.load(k_base + (start_n + offs_n)[None, :] * HEAD_DIM + offs_d[:, None])
-            qk = tl.dot(q, kt)
-            if STAGE == 2:
-                mask = offs_m[:, None] >= (start_n + offs_n[None, :])
-                qk = qk * qk_scale + tl.where(mask, 0, -1.0e6)
-                m_ij = tl.maximum(m_i, tl.max(qk, 1))
-                qk -= m_ij[:, None]
-            else:
-                m_ij = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
-                qk = qk * qk_scale - m_ij[:, None]
-            p = tl.math.exp2(qk)
-            alpha = tl.math.exp2(m_i - m_ij)
-            l_i = l_i * alpha + tl.sum(p, 1)
-            acc = acc * alpha[:, None]
-            vt = tl.load(v_base + (start_n + offs_n)[:, None] * HEAD_DIM + offs_d[None, :])
-            acc = tl.dot(p.to(tl.float16), vt, acc)
-            m_i = m_ij
-        return acc, l_i, m_i
-
     configs = [
         triton.Config({"BLOCK_M": bm, "BLOCK_N": bn}, num_stages=s, num_warps=w)
         for bm, bn, s, w in ((128, 64, 3, 8), (128, 64, 4, 4), (128, 32, 3, 4), (64, 64, 4, 4))
     ]
 
-    @triton.autotune(configs=configs, key=["S", "HEAD_DIM", "STAGE"])
+    @triton.autotune(configs=configs, key=["S", "HEAD_DIM", "CAUSAL"])
     @triton.jit
     def fwd_kernel(
         Q, K, V, Out, M, sm_scale, S,
         HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-        STAGE: tl.constexpr,
+        CAUSAL: tl.constexpr,
     ):  # fmt: skip
         start_m = tl.program_id(0)
         head = tl.program_id(1)
         base = head.to(tl.int64) * S * HEAD_DIM
         offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+        offs_n = tl.arange(0, BLOCK_N)
         offs_d = tl.arange(0, HEAD_DIM)
         q = tl.load(Q + base + offs_m[:, None] * HEAD_DIM + offs_d[None, :])
         m_i = tl.zeros([BLOCK_M], dtype=tl.float32) - float("inf")
         l_i = tl.zeros([BLOCK_M], dtype=tl.float32) + 1.0
         acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
         qk_scale = sm_scale * 1.44269504
-        k_base = K + base
-        v_base = V + base
-        if STAGE & 1:
-            acc, l_i, m_i = fwd_inner(
-                acc, l_i, m_i, q, k_base, v_base, start_m, qk_scale, S,
-                HEAD_DIM, BLOCK_M, BLOCK_N, 4 - STAGE,
-            )  # fmt: skip
-        if STAGE & 2:
-            acc, l_i, m_i = fwd_inner(
-                acc, l_i, m_i, q, k_base, v_base, start_m, qk_scale, S,
-                HEAD_DIM, BLOCK_M, BLOCK_N, 2,
-            )  # fmt: skip
+        hi = S
+        if CAUSAL:
+            hi = (start_m + 1) * BLOCK_M
+        for start_n in range(0, hi, BLOCK_N):
+            kt = tl.load(K + base + (start_n + offs_n)[None, :] * HEAD_DIM + offs_d[:, None])
+            qk = tl.dot(q, kt) * qk_scale
+            if CAUSAL:
+                qk = tl.where(offs_m[:, None] >= (start_n + offs_n[None, :]), qk, -1.0e6)
+            m_ij = tl.maximum(m_i, tl.max(qk, 1))
+            p = tl.math.exp2(qk - m_ij[:, None])
+            alpha = tl.math.exp2(m_i - m_ij)
+            l_i = l_i * alpha + tl.sum(p, 1)
+            acc = acc * alpha[:, None]
+            v = tl.load(V + base + (start_n + offs_n)[:, None] * HEAD_DIM + offs_d[None, :])
+            acc = tl.dot(p.to(tl.float16), v, acc)
+            m_i = m_ij
         m_i += tl.math.log2(l_i)
         acc = acc / l_i[:, None]
         tl.store(M + head * S + offs_m, m_i)
@@ -514,7 +485,7 @@ def triton_attention():
         def grid(meta):
             return (triton.cdiv(s, meta["BLOCK_M"]), bh)
 
-        fwd_kernel[grid](q, k, v, o, m, sm_scale, s, HEAD_DIM=d, STAGE=3 if causal else 1)
+        fwd_kernel[grid](q, k, v, o, m, sm_scale, s, HEAD_DIM=d, CAUSAL=causal)
         return o, m
 
     def backward_launch(q, k, v, o, do, m, causal: bool, sm_scale: float):
