@@ -25,6 +25,8 @@ BENCHMARKS = [
     "bench_02_softmax",
     "bench_05_layer_norm",
     "bench_autotune",
+    "bench_03_matmul",
+    "bench_06_attention",
 ]
 
 
@@ -75,6 +77,8 @@ def main(selected: list[str]) -> int:
         except Exception:
             results["benchmarks"][name] = {"error": traceback.format_exc()}
             print(f"{name} FAILED:\n{traceback.format_exc()}", flush=True)
+        # Written after every benchmark, so a run cut short keeps what it measured.
+        (out_dir() / "results.json").write_text(json.dumps(results, indent=2, sort_keys=True))
     (out_dir() / "results.json").write_text(json.dumps(results, indent=2, sort_keys=True))
     ok = results.get("gpu_tests", {}).get("returncode", 0) == 0 and all(
         "error" not in b for b in results["benchmarks"].values()
