@@ -59,11 +59,17 @@ def run_gpu_tests() -> dict:
     }
 
 
+def save(results: dict) -> None:
+    """Written after each step, so a run cut short keeps what it measured."""
+    (out_dir() / "results.json").write_text(json.dumps(results, indent=2, sort_keys=True))
+
+
 def main(selected: list[str]) -> int:
     results: dict = {"environment": environment(), "benchmarks": {}}
     if not selected or "tests" in selected:
         results["gpu_tests"] = run_gpu_tests()
         print("\n".join(results["gpu_tests"]["summary"]), flush=True)
+        save(results)
     for name in BENCHMARKS:
         if selected and name not in selected:
             continue
@@ -77,9 +83,7 @@ def main(selected: list[str]) -> int:
         except Exception:
             results["benchmarks"][name] = {"error": traceback.format_exc()}
             print(f"{name} FAILED:\n{traceback.format_exc()}", flush=True)
-        # Written after every benchmark, so a run cut short keeps what it measured.
-        (out_dir() / "results.json").write_text(json.dumps(results, indent=2, sort_keys=True))
-    (out_dir() / "results.json").write_text(json.dumps(results, indent=2, sort_keys=True))
+        save(results)
     ok = results.get("gpu_tests", {}).get("returncode", 0) == 0 and all(
         "error" not in b for b in results["benchmarks"].values()
     )
