@@ -140,8 +140,9 @@ def test_softmax_row_in_registers_of_8_warps(block_n, vectors, most_registers, c
     # Two row reductions: each a 5-step butterfly; presence takes one vote, not shuffles.
     assert count(r"shfl\.sync\.bfly", ptx) == 10
     assert count(r"vote\.sync\.ballot", ptx) <= 2
-    # Each reduction: one barrier before staging its warps' partials, one after.
-    assert count(r"bar\.sync|barrier\.sync", ptx) <= 4
+    # Each reduction: one barrier after staging its warps' partials (the two reductions
+    # take the two slots of the partials buffer, so neither waits before writing).
+    assert count(r"bar\.sync|barrier\.sync", ptx) == 2
 
 
 def test_a_row_wider_than_the_cta_combines_its_partials_once():
@@ -176,7 +177,7 @@ def test_layer_norm_forward_row_in_registers():
     ptx = compiled.ptx
     assert count(r"ld\.global(\.\w+)*\.v4", ptx) == 6  # x, w and b: two groups each
     assert count(r"st\.global(\.\w+)*\.v4", ptx) == 2
-    assert count(r"bar\.sync|barrier\.sync", ptx) <= 4
+    assert count(r"bar\.sync|barrier\.sync", ptx) == 2
 
 
 def test_layer_norm_backward_keeps_its_carried_sums_in_registers():
@@ -184,6 +185,9 @@ def test_layer_norm_backward_keeps_its_carried_sums_in_registers():
     assert compiled.contract.block == (256, 1, 1)
     assert_in_registers(compiled)
     assert ctas_per_sm(compiled) >= 2
+    # Per row: one barrier freeing the partials slots, one per reduction (c1 and c2).
+    loop = compiled.cuda_source[compiled.cuda_source.index("for (phobos::i32 v_i") :]
+    assert loop.count("__syncthreads();") == 3
 
 
 def test_column_sums_combine_in_threads_and_warps_before_shared_memory():

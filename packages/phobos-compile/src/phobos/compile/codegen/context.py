@@ -20,6 +20,8 @@ from phobos.compile.ir import nodes as ir
 from phobos.compile.span import Span
 
 SCRATCH = "phobos_scratch"
+PARTIALS = "phobos_partials"  # two slots for row reductions' partials
+PARTIALS_SLOT = "phobos_partials_slot"  # the bytes of one slot (a constant of the kernel)
 
 
 class EmitContext:
@@ -40,6 +42,8 @@ class EmitContext:
         self.reloads: dict[str, ir.Expr] = {}  # tile lets each read emits again (reload.py)
         self.lines: list[str] = []
         self.scratch_bytes = 0
+        self.partials_bytes = 0  # of one slot
+        self._free_slots = {0, 1}
         self._variables: dict[str, AnyLayout] = {}
         self._preferred: dict[str, AnyLayout] = {}
         self._indent = 1
@@ -93,6 +97,34 @@ class EmitContext:
         finally:
             self._indent -= 1
             self.line("}")
+
+    def partials_slot(self, nbytes: int) -> str:
+        """A slot of ``nbytes`` for a row reduction's partials, as a pointer expression.
+
+        A reduction writes its slot, synchronises and reads it.  Its barrier orders
+        every earlier read of the other slot before any later write, so the next
+        reduction takes the other slot with no barrier of its own: a reduction
+        costs one barrier, not two.  Where the history is unknown (the start of a
+        loop body, after a loop or an ``if``) a barrier frees both slots first.
+        """
+        self.partials_bytes = max(self.partials_bytes, -(-nbytes // 16) * 16)
+        if not self._free_slots:
+            self.line("__syncthreads();")
+            self._free_slots = {0, 1}
+        slot = min(self._free_slots)
+        self._free_slots = {1 - slot}
+        return f"({PARTIALS} + {slot} * {PARTIALS_SLOT})"
+
+    def partials_state(self) -> frozenset[int]:
+        """The slots free now (to resume from at the start of an ``else``)."""
+        return frozenset(self._free_slots)
+
+    def resume_partials(self, free: frozenset[int]) -> None:
+        self._free_slots = set(free)
+
+    def forget_partials(self) -> None:
+        """Control flow joins or repeats here: no slot is known free."""
+        self._free_slots = set()
 
     def need_scratch(self, nbytes: int) -> str:
         """Reserve ``nbytes`` of the shared staging buffer and return its name."""

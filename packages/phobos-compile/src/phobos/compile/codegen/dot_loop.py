@@ -93,6 +93,7 @@ def emit_pipelined_loop(
     issue(start, *stages[0])
     stage = ctx.fresh("stage")
     ctx.line(f"int {stage} = 0;")
+    ctx.forget_partials()
     with ctx.block(f"for ({c} {var} = {start}; {var} < {stop}; {var} += {step})"):
         ctx.line_info(loop.body[0].span)
         ctx.line("phobos::copy_async_wait();")

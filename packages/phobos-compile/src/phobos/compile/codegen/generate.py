@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from phobos.compile.codegen.context import SCRATCH, EmitContext
+from phobos.compile.codegen.context import PARTIALS, PARTIALS_SLOT, SCRATCH, EmitContext
 from phobos.compile.codegen.dot import result_layout
 from phobos.compile.codegen.dtypes import INDEX_CTYPE, byte_size
 from phobos.compile.codegen.layout import (
@@ -94,9 +94,7 @@ def generate(kernel: ir.Kernel, spec: Specialization, arch: str) -> GeneratedKer
 
     entry = f"phobos_{kernel.name}"
     source = _assemble(kernel, entry, threads, ctas, spec, signature.declarations, ctx)
-    contract = _contract(
-        kernel, spec, arch, entry, threads, ctx.scratch_bytes, read, written, signature.slots
-    )
+    contract = _contract(kernel, spec, arch, entry, threads, ctx, read, written, signature.slots)
     return GeneratedKernel(source, entry, contract)
 
 
@@ -106,20 +104,21 @@ def _contract(
     arch: str,
     entry: str,
     threads: int,
-    scratch_bytes: int,
+    ctx: EmitContext,
     read: frozenset[str],
     written: frozenset[str],
     slots: tuple[Slot, ...],
 ) -> Contract:
-    dynamic = scratch_bytes > STATIC_SMEM_LIMIT
+    dynamic = _dynamic_scratch(ctx)
+    partials = 2 * ctx.partials_bytes
     return Contract(
         kernel=kernel.name,
         entry=entry,
         arch=arch,
         index_width=spec.index_width,
         block=(threads, 1, 1),
-        dynamic_smem=scratch_bytes if dynamic else 0,
-        static_smem=0 if dynamic else scratch_bytes,
+        dynamic_smem=ctx.scratch_bytes if dynamic else 0,
+        static_smem=partials + (0 if dynamic else ctx.scratch_bytes),
         values=dict(kernel.values),
         params=tuple(p.name for p in kernel.params),
         tensors=tuple(
@@ -212,6 +211,11 @@ def _threads(
     return chosen
 
 
+def _dynamic_scratch(ctx: EmitContext) -> bool:
+    """Static shared memory stops at 48 KiB: a larger staging buffer is dynamic."""
+    return ctx.scratch_bytes + 2 * ctx.partials_bytes > STATIC_SMEM_LIMIT
+
+
 def _assemble(
     kernel: ir.Kernel,
     entry: str,
@@ -233,8 +237,11 @@ def _assemble(
         f"{entry}({', '.join(declarations)}) {{",
         "    const int tid = threadIdx.x;",
     ]
-    if ctx.scratch_bytes > STATIC_SMEM_LIMIT:
+    if _dynamic_scratch(ctx):
         head.append(f"    extern __shared__ __align__(16) unsigned char {SCRATCH}[];")
     elif ctx.scratch_bytes:
         head.append(f"    __shared__ __align__(16) unsigned char {SCRATCH}[{ctx.scratch_bytes}];")
+    if ctx.partials_bytes:
+        head.append(f"    constexpr int {PARTIALS_SLOT} = {ctx.partials_bytes};")
+        head.append(f"    __shared__ __align__(16) unsigned char {PARTIALS}[2 * {PARTIALS_SLOT}];")
     return "\n".join(head + ctx.lines + ["}", ""])

@@ -11,7 +11,9 @@ barrier every thread of the row combines the row's few partials; a row wider
 than the CTA (several repeats of every thread) is first combined across the
 thread's repeats and its partials are combined once per row, not per repeat.
 A row reduction thus costs ``log2(min(groups a row, 32))`` shuffles and, when
-the row spans warps, two barriers.
+the row spans warps, one barrier: successive reductions stage their partials in
+the two slots of a small buffer of their own, in turn (``EmitContext.partials_slot``),
+so none waits for the previous one's readers before writing.
 
 A 2-D tile reduced over its rows (axis 0, as layer norm's ``dw``/``db`` column
 sums) keeps each column group in one thread when the CTA is a multiple of the
@@ -391,12 +393,11 @@ def _stage_partials(ctx: EmitContext, layout: Layout, rows: _RowPartials) -> str
     c = ctype(rows.acc)
     count = layout.groups // layout.groups_per_row * rows.per_row
     values_bytes = -(-count * byte_size(rows.acc, ctx.index_width) // 16) * 16
-    scratch = ctx.need_scratch(values_bytes + (4 * count if rows.present else 0))
+    slot = ctx.partials_slot(values_bytes + (4 * count if rows.present else 0))
     staged = ctx.fresh("staged")
-    ctx.line("__syncthreads();")
-    ctx.line(f"{c}* {staged} = reinterpret_cast<{c}*>({scratch});")
+    ctx.line(f"{c}* {staged} = reinterpret_cast<{c}*>({slot});")
     if rows.present:
-        ctx.line(f"int* {staged}_p = reinterpret_cast<int*>({scratch} + {values_bytes});")
+        ctx.line(f"int* {staged}_p = reinterpret_cast<int*>({slot} + {values_bytes});")
     if rows.spans > 1:  # slot j is row j; one partial per warp
         ctx.directive("#pragma unroll")
         with ctx.block(f"for (int j = 0; j < {rows.slots}; ++j)"):

@@ -40,11 +40,14 @@ def emit_statement(ctx: EmitContext, stmt: ir.Stmt) -> None:
     elif isinstance(stmt, ir.For):
         _for(ctx, stmt)
     elif isinstance(stmt, ir.If):
+        before = ctx.partials_state()
         with ctx.block(f"if ({scalar(ctx, stmt.cond)})"):
             emit_block(ctx, stmt.then)
         if stmt.orelse:
+            ctx.resume_partials(before)
             with ctx.block("else"):
                 emit_block(ctx, stmt.orelse)
+        ctx.forget_partials()
     elif isinstance(stmt, ir.While):
         _while(ctx, stmt)
     elif isinstance(stmt, ir.Return):
@@ -137,10 +140,14 @@ def _for(ctx: EmitContext, stmt: ir.For) -> None:
     ctx.line(f"const {c} {step} = {scalar(ctx, stmt.step)};")
     ctx.facts.define_loop(stmt.var, stmt.start, stmt.step)
     with ctx.block(f"for ({c} {var} = {start}; {var} < {stop}; {var} += {step})"):
+        ctx.forget_partials()
         emit_block(ctx, stmt.body)
+    ctx.forget_partials()
 
 
 def _while(ctx: EmitContext, stmt: ir.While) -> None:
     with ctx.block("while (true)"):
+        ctx.forget_partials()
         ctx.line(f"if (!({scalar(ctx, stmt.cond)})) break;")
         emit_block(ctx, stmt.body)
+    ctx.forget_partials()
