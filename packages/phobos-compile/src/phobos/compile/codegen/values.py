@@ -47,10 +47,10 @@ def and_words(*values: TileValue) -> str | None:
     None when some masked operand has no word (its presence is known lane by lane only).
     """
     masked = [v for v in values if v.mask is not None]
-    words = list(dict.fromkeys(v.word for v in masked))
-    if not masked or None in words:
+    if not masked or any(v.word is None for v in masked):
         return None
-    return words[0] if len(words) == 1 else "(" + " & ".join(words) + ")"  # type: ignore[arg-type]
+    words = list(dict.fromkeys(v.word for v in masked if v.word is not None))
+    return words[0] if len(words) == 1 else "(" + " & ".join(words) + ")"
 
 
 def and_masks(*masks: str | None) -> str | None:
