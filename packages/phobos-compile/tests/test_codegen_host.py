@@ -482,6 +482,21 @@ kernel reload(x: tensor<f16>[M, N], w: tensor<f16>[N], y: tensor<f32>[M, N], s: 
         ],
         (1,),
     ),
+    "oneloop": (
+        """\
+kernel oneloop(x: tensor<f32>[M, N], out: tensor<f32>[M]) {
+    let first = ctx.block.x * 2
+    var total = zeros<f32>[2]
+    for start in 0 .. N step 1024 {
+        total = total + sum(fill(x[first :+ 2, start :+ 1024], 0.0), axis=1)
+    }
+    out[first :+ 2] = total / max(fill(x[first :+ 2, 0 :+ 1024], 1.0), axis=1)
+}
+""",
+        {},
+        lambda rng: [rng.standard_normal((3, 2500)).astype(np.float32), np.zeros(3, np.float32)],
+        (2,),
+    ),
     "colsmall": (
         """\
 kernel colsmall(a: tensor<f32>[M, N], s: tensor<f32>[N]) {

@@ -44,6 +44,7 @@ class EmitContext:
         self.scratch_bytes = 0
         self.partials_bytes = 0  # of one slot
         self._free_slots = {0, 1}
+        self.partials_staged = 0  # stagings so far: whether a loop body staged any
         self._variables: dict[str, AnyLayout] = {}
         self._preferred: dict[str, AnyLayout] = {}
         self._indent = 1
@@ -106,6 +107,8 @@ class EmitContext:
         reduction takes the other slot with no barrier of its own: a reduction
         costs one barrier, not two.  Where the history is unknown (the start of a
         loop body, after a loop or an ``if``) a barrier frees both slots first.
+        A loop body that ends with slot 0 free may take it at its top without a
+        barrier when slot 0 is free on entry too (``statements._for``).
         """
         self.partials_bytes = max(self.partials_bytes, -(-nbytes // 16) * 16)
         if not self._free_slots:
@@ -113,6 +116,7 @@ class EmitContext:
             self._free_slots = {0, 1}
         slot = min(self._free_slots)
         self._free_slots = {1 - slot}
+        self.partials_staged += 1
         return f"({PARTIALS} + {slot} * {PARTIALS_SLOT})"
 
     def partials_state(self) -> frozenset[int]:

@@ -139,10 +139,17 @@ def _for(ctx: EmitContext, stmt: ir.For) -> None:
     ctx.line(f"const {c} {stop} = {scalar(ctx, stmt.stop)};")
     ctx.line(f"const {c} {step} = {scalar(ctx, stmt.step)};")
     ctx.facts.define_loop(stmt.var, stmt.start, stmt.step)
+    entry, staged = ctx.partials_state(), ctx.partials_staged
+    assumed = entry & {0}  # free at the top of every iteration, if the body keeps it so
     with ctx.block(f"for ({c} {var} = {start}; {var} < {stop}; {var} += {step})"):
-        ctx.forget_partials()
+        top = len(ctx.lines)
+        ctx.resume_partials(assumed)
         emit_block(ctx, stmt.body)
-    ctx.forget_partials()
+        end = ctx.partials_state()
+        if ctx.partials_staged > staged and not assumed <= end:
+            # The next iteration would write a slot this one's slower threads may still read.
+            ctx.lines.insert(top, ctx.indented("__syncthreads();"))
+    ctx.resume_partials(entry & end)  # after no iteration, or after the last
 
 
 def _while(ctx: EmitContext, stmt: ir.While) -> None:
