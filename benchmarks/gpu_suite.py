@@ -20,13 +20,13 @@ from benchmarks.common import ROOT, environment, out_dir
 
 TEST_PATHS = ["tests/gpu", "tests/test_autotune_gpu.py", "packages/phobos-launch/tests"]
 BENCHMARKS = [
-    "bench_launch_overhead",
-    "bench_01_vector_add",
     "bench_02_softmax",
     "bench_05_layer_norm",
-    "bench_autotune",
     "bench_03_matmul",
     "bench_06_attention",
+    "bench_autotune",
+    "bench_launch_overhead",
+    "bench_01_vector_add",
 ]
 
 
