@@ -72,6 +72,19 @@ inline unsigned __ballot_sync(unsigned, bool p) {
     __syncthreads();
     return votes;
 }
+inline int __syncthreads_and(int p) {
+    unsigned mine = p ? 1u : 0u;
+    std::memcpy(emulated_exchange[threadIdx.x], &mine, sizeof(mine));
+    __syncthreads();
+    unsigned all = 1u;
+    for (unsigned t = 0; t < blockDim.x; ++t) {
+        unsigned vote;
+        std::memcpy(&vote, emulated_exchange[t], sizeof(vote));
+        all &= vote;
+    }
+    __syncthreads();
+    return int(all);
+}
 inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
 inline double __longlong_as_double(long long i) { double f; std::memcpy(&f, &i, 8); return f; }
 inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }

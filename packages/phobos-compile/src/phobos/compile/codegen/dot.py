@@ -132,7 +132,13 @@ def _buffers(
 def _stage_through_registers(
     ctx: EmitContext, a: TileValue, b: TileValue, a_bytes: int, b_bytes: int
 ) -> tuple[str | None, Staged]:
-    """Write both operands' lanes to shared memory; with absent lanes, also their k bit sets."""
+    """Write both operands' lanes to shared memory; with absent lanes, also their k bit sets.
+
+    The bit sets are built with shared-memory atomics that many threads aim at
+    the same word, so they are built only when some lane of either operand is
+    absent: one block-wide vote (``__syncthreads_and``) finds the usual case,
+    every lane present, where the result's presence is the accumulator's.
+    """
     (m, k), n = a.layout.shape, b.layout.shape[1]
     words = -(-k // 64)
     masked = a.mask is not None or b.mask is not None
@@ -141,13 +147,16 @@ def _stage_through_registers(
     staged = _buffers(ctx, a.dtype, scratch, a_bytes, k + _PAD, n + _PAD)
     a_bits = f"{staged.a}_bits"
     b_bits = f"{staged.b}_bits"
+    full = f"{staged.a}_full"
     if masked:
+        _vote_full(ctx, (a, b), full)
         offset = a_bytes + b_bytes
         ctx.line(f"phobos::u64* {a_bits} = reinterpret_cast<phobos::u64*>({scratch} + {offset});")
         ctx.line(f"phobos::u64* {b_bits} = {a_bits} + {m * words};")
-        with ctx.block(f"for (int j = tid; j < {(m + n) * words}; j += {ctx.threads})"):
-            ctx.line(f"{a_bits}[j] = 0;")
-        ctx.line("__syncthreads();")
+        with ctx.block(f"if (!{full})"):
+            with ctx.block(f"for (int j = tid; j < {(m + n) * words}; j += {ctx.threads})"):
+                ctx.line(f"{a_bits}[j] = 0;")
+            ctx.line("__syncthreads();")
     # a[m, k]: row c0, k c1; b[k, n]: k c0, column c1.
     for value, buffer, row, bits, owner, k_coord in (
         (a, staged.a, staged.a_row, a_bits, "c0", "c1"),
@@ -157,14 +166,25 @@ def _stage_through_registers(
         lane = value.lane if value.mask is None else f"({value.mask} ? {value.lane} : {zero})"
         body = [f"{buffer}[c0 * {row} + c1] = {lane};"]
         if masked:
+            test = f"!{full}" if value.mask is None else f"!{full} && {value.mask}"
             mark = f"phobos::set_bit(&{bits}[{owner} * {words} + {k_coord} / 64], {k_coord} % 64);"
-            body.append(mark if value.mask is None else f"if ({value.mask}) {mark}")
+            body.append(f"if ({test}) {mark}")
         all_lanes(ctx, value.layout, body, skip_padding=True)
     ctx.line("__syncthreads();")
     if not masked:
         return None, staged
     terms = [f"({a_bits}[c0 * {words} + {w}] & {b_bits}[c1 * {words} + {w}])" for w in range(words)]
-    return "((" + " | ".join(terms) + ") != 0)", staged
+    return f"({full} || ((" + " | ".join(terms) + ") != 0))", staged
+
+
+def _vote_full(ctx: EmitContext, values: tuple[TileValue, ...], full: str) -> None:
+    """``full``: block-uniform, true when every lane of every value is present."""
+    mine = ctx.fresh("mine")
+    ctx.line(f"bool {mine} = true;")
+    for value in values:
+        if value.mask is not None:
+            all_lanes(ctx, value.layout, [f"{mine} = {mine} && {value.mask};"], skip_padding=True)
+    ctx.line(f"const bool {full} = __syncthreads_and({mine}) != 0;")
 
 
 def window_meet(
