@@ -10,6 +10,7 @@ import functools
 import os
 import re
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -552,3 +553,34 @@ def test_partials_slots_across_a_loop():
     after = source[source.index('#line 7 "kernel.ph"') :]
     assert "__syncthreads();" not in after[: after.index("phobos_partials + 1 *")]
     compile_90(source)
+
+
+ATTENTION = Path(__file__).parents[3] / "examples" / "attention.ph"
+
+
+def test_attention_forward_runs_both_dots_on_mma_without_contended_bit_sets():
+    """Operands from registers (``trans`` of a window, ``f16(p)``) are staged for mma.sync;
+    the k bit sets behind a result lane's presence (contended shared atomics) are built
+    only when a block-wide vote finds an absent lane: the usual block skips them."""
+    generated = generate_text(
+        ATTENTION.read_text(),
+        "attention_forward",
+        D=64,
+        BLOCK_M=64,
+        BLOCK_N=64,
+        NUM_THREADS=256,
+        CAUSAL=0,
+    )
+    source = generated.source
+    assert "for (int k = 0;" not in source  # no scalar fallback product
+    votes = re.findall(r"const bool (dot_a\d+_full) = __syncthreads_and\(", source)
+    assert len(votes) == 2  # one block-wide vote per dot
+    marks = [line for line in source.splitlines() if "phobos::set_bit(" in line]
+    assert marks and all(re.search(r"if \(!dot_a\d+_full", line) for line in marks)
+    ptx = compile_90(source)
+    warps = generated.contract.block[0] // 32
+    tiles = (64 // 16) * (64 // 8) // warps
+    k_steps = 64 // 16
+    mma = r"mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.f16\.f16\.f32"
+    assert count(mma, ptx) == 2 * tiles * k_steps
+    assert count(r"bar\.red\.and", ptx) == 2
