@@ -90,8 +90,11 @@ def emit_dot(ctx: EmitContext, node: ir.Dot, operand: Operand, indices: Indices)
         partial = node.a.type.partial or node.b.type.partial
         present = window_meet(ctx, a_access, a_idx, b_access, b_idx, k) if partial else None
     else:
-        a, b = operand(node.a), operand(node.b)
-        present, staged = _stage_through_registers(ctx, a, b, a_bytes, b_bytes)
+        b_source = _transposed_source(node.b)
+        a, b = operand(node.a), operand(b_source or node.b)
+        present, staged = _stage_through_registers(
+            ctx, a, b, a_bytes, b_bytes, b_transposed=b_source is not None
+        )
     return product(ctx, node, layout, staged, acc, present)
 
 
@@ -129,17 +132,36 @@ def _buffers(
     return Staged(sa, sb, a_row, b_row)
 
 
+def _transposed_source(e: ir.Expr) -> ir.Expr | None:
+    """The tile under ``trans(...)``, when staging can transpose it on the way to shared memory.
+
+    ``dot(q, trans(k))`` then writes ``k``'s lanes to ``b[k, n]`` at swapped
+    coordinates instead of moving them between threads first (a layout
+    conversion: two barriers and a shared-memory round trip per lane).
+    """
+    if isinstance(e, ir.Transpose) and all(extent > 1 for extent in e.type.shape):
+        return e.operand
+    return None
+
+
 def _stage_through_registers(
-    ctx: EmitContext, a: TileValue, b: TileValue, a_bytes: int, b_bytes: int
+    ctx: EmitContext,
+    a: TileValue,
+    b: TileValue,
+    a_bytes: int,
+    b_bytes: int,
+    b_transposed: bool = False,
 ) -> tuple[str | None, Staged]:
     """Write both operands' lanes to shared memory; with absent lanes, also their k bit sets.
+
+    ``b_transposed``: ``b`` holds the transpose of the operand, ``[n, k]``.
 
     The bit sets are built with shared-memory atomics that many threads aim at
     the same word, so they are built only when some lane of either operand is
     absent: one block-wide vote (``__syncthreads_and``) finds the usual case,
     every lane present, where the result's presence is the accumulator's.
     """
-    (m, k), n = a.layout.shape, b.layout.shape[1]
+    (m, k), n = a.layout.shape, b.layout.shape[0 if b_transposed else 1]
     words = -(-k // 64)
     masked = a.mask is not None or b.mask is not None
     bits_bytes = (m + n) * words * 8 if masked else 0
@@ -157,14 +179,15 @@ def _stage_through_registers(
             with ctx.block(f"for (int j = tid; j < {(m + n) * words}; j += {ctx.threads})"):
                 ctx.line(f"{a_bits}[j] = 0;")
             ctx.line("__syncthreads();")
-    # a[m, k]: row c0, k c1; b[k, n]: k c0, column c1.
-    for value, buffer, row, bits, owner, k_coord in (
-        (a, staged.a, staged.a_row, a_bits, "c0", "c1"),
-        (b, staged.b, staged.b_row, b_bits, "c1", "c0"),
+    # a[m, k]: row c0, k c1; b[k, n]: k c0, column c1 (transposed: column c0, k c1).
+    b_owner, b_k = ("c0", "c1") if b_transposed else ("c1", "c0")
+    for value, position, bits, owner, k_coord in (
+        (a, f"{staged.a}[c0 * {staged.a_row} + c1]", a_bits, "c0", "c1"),
+        (b, f"{staged.b}[{b_k} * {staged.b_row} + {b_owner}]", b_bits, b_owner, b_k),
     ):
         zero = f"{ctype(value.dtype)}()"
         lane = value.lane if value.mask is None else f"({value.mask} ? {value.lane} : {zero})"
-        body = [f"{buffer}[c0 * {row} + c1] = {lane};"]
+        body = [f"{position} = {lane};"]
         if masked:
             test = f"!{full}" if value.mask is None else f"!{full} && {value.mask}"
             mark = f"phobos::set_bit(&{bits}[{owner} * {words} + {k_coord} / 64], {k_coord} % 64);"
