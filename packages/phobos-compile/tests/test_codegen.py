@@ -573,6 +573,9 @@ def test_attention_forward_runs_both_dots_on_mma_without_contended_bit_sets():
     )
     source = generated.source
     assert "for (int k = 0;" not in source  # no scalar fallback product
+    # trans(k[...]) goes to b[k, n] at swapped coordinates, with no layout conversion first
+    assert re.search(r"dot_b\d+\[c1 \* 72 \+ c0\] = ", source)
+    assert source.index("dot_b") < source.index("staged")
     votes = re.findall(r"const bool (dot_a\d+_full) = __syncthreads_and\(", source)
     assert len(votes) == 2  # one block-wide vote per dot
     marks = [line for line in source.splitlines() if "phobos::set_bit(" in line]
