@@ -346,6 +346,36 @@ kernel attention(q: tensor<f16>[S, D], k: tensor<f16>[S, D], v: tensor<f16>[S, D
         ],
         (3,),
     ),
+    "attention_rescaled": (
+        """\
+kernel attention_rescaled(q: tensor<f16>[S, D], k: tensor<f16>[S, D], v: tensor<f16>[S, D],
+                          o: tensor<f32>[S, D]) {
+    let m = ctx.block.x * 16
+    let qt = q[m :+ 16, 0 :+ 16]
+    var acc = zeros<f32>[16, 16]
+    var row_max = zeros<f32>[16] - 1000.0
+    var row_sum = zeros<f32>[16]
+    for s in 0 .. S step 16 {
+        let scores = fill(dot(qt, trans(k[s :+ 16, 0 :+ 16]), zeros<f32>[16, 16]), -1000.0)
+        let new_max = maximum(row_max, max(scores, axis=1))
+        let p = exp(scores - new_max[:, newaxis])
+        let scale = exp(row_max - new_max)
+        row_sum = row_sum * scale + sum(p, axis=1)
+        acc = dot(f16(p), v[s :+ 16, 0 :+ 16], acc * scale[:, newaxis])
+        row_max = new_max
+    }
+    o[m :+ 16, 0 :+ 16] = acc / row_sum[:, newaxis]
+}
+""",
+        {},
+        lambda rng: [
+            rng.standard_normal((40, 16)).astype(np.float16),
+            rng.standard_normal((40, 16)).astype(np.float16),
+            rng.standard_normal((40, 16)).astype(np.float16),
+            np.zeros((40, 16), np.float32),
+        ],
+        (3,),
+    ),
     "accumulate": (
         """\
 kernel accumulate(x: tensor<f32>[N], total: tensor<f32>[64], big: tensor<f32>[1],

@@ -47,6 +47,8 @@ class EmitContext:
         self.partials_staged = 0  # stagings so far: whether a loop body staged any
         self._variables: dict[str, AnyLayout] = {}
         self._preferred: dict[str, AnyLayout] = {}
+        # where the tile being emitted goes next (a dot's accumulator), if anywhere
+        self.target_layout: AnyLayout | None = None
         self._indent = 1
         self._counter = 0
 

@@ -63,6 +63,11 @@ def to_layout(ctx: EmitContext, value: TileValue, layout: AnyLayout) -> TileValu
     if value.anywhere:
         return replace(value, layout=layout)
     shape = value.layout.shape
+    if value.rows is not None:
+        source = value.rows.layout.shape
+        coords = [f"c{k}" for k in range(len(shape))]
+        strides = _row_major_strides(source)
+        return _convert(ctx, value.rows, layout, lambda: _flat(coords, strides, source))
     coords = [f"c{k}" for k in range(len(shape))]
     strides = _row_major_strides(shape)
     return _convert(ctx, value, layout, lambda: _flat(coords, strides, shape))
@@ -71,8 +76,17 @@ def to_layout(ctx: EmitContext, value: TileValue, layout: AnyLayout) -> TileValu
 def common_layout(
     ctx: EmitContext, values: list[TileValue], default: Layout
 ) -> tuple[list[TileValue], AnyLayout]:
-    """The operands of an elementwise op in one layout: theirs if they agree, else ``default``."""
+    """The operands of an elementwise op in one layout: theirs if they agree, else ``default``.
+
+    Where the result is headed for ``ctx.target_layout`` (a ``dot``'s accumulator:
+    ``acc * rescale[:, newaxis]``), operands already there stay and row broadcasts
+    follow them cheaply (``TileValue.rows``), instead of a round trip of every lane.
+    """
     held = {v.layout for v in values if not v.anywhere}
+    target = ctx.target_layout
+    movable = all(v.anywhere or v.rows is not None or v.layout == target for v in values)
+    if len(held) > 1 and target in held and movable:
+        return [to_layout(ctx, v, target) for v in values], target
     layout = held.pop() if len(held) == 1 else default
     return [to_layout(ctx, v, layout) for v in values], layout
 
@@ -122,9 +136,10 @@ def broadcast(ctx: EmitContext, value: TileValue, layout: Layout) -> TileValue:
         rows = materialize(ctx, value)
         name = rows.lane[: -len("[r][i]")]
         if rows.mask is None:
-            return TileValue(value.dtype, layout, f"{name}[r][0]")
+            return TileValue(value.dtype, layout, f"{name}[r][0]", rows=rows)
         word = f"phobos::spread_lane0({mask_word(name)})"
-        return TileValue(value.dtype, layout, f"{name}[r][0]", mask_lane(name, "0"), word=word)
+        mask = mask_lane(name, "0")
+        return TileValue(value.dtype, layout, f"{name}[r][0]", mask, word=word, rows=rows)
     if isinstance(value.layout, RowLayout):
         value = to_layout(ctx, value, ctx.layout(source))
     strides = _row_major_strides(source)

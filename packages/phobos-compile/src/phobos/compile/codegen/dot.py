@@ -73,7 +73,9 @@ class Staged:
 def emit_dot(ctx: EmitContext, node: ir.Dot, operand: Operand, indices: Indices) -> TileValue:
     layout = result_layout(ctx, node)
     # The accumulator first: a layout change stages it through the same shared buffer.
+    outer, ctx.target_layout = ctx.target_layout, layout
     acc = to_layout(ctx, operand(node.acc), layout)
+    ctx.target_layout = outer
     (m, k), n = node.a.type.shape, node.type.shape[1]
     dtype = node.a.type.dtype
     a_bytes, b_bytes = operand_bytes(ctx, node)

@@ -31,7 +31,12 @@ class ScalarValue:
 
 @dataclass(frozen=True)
 class TileValue:
-    """``anywhere``: the lane expression holds in every layout of the shape (splats, iota)."""
+    """``anywhere``: the lane expression holds in every layout of the shape (splats, iota).
+
+    ``rows``, on a row value broadcast along the last axis for free (``t[:, newaxis]``
+    over a ``RowLayout``), is that row value: another layout (``dot``'s fragments)
+    gets the tile by moving only the rows, not every lane.
+    """
 
     dtype: str
     layout: AnyLayout
@@ -39,6 +44,7 @@ class TileValue:
     mask: str | None = None
     anywhere: bool = False
     word: str | None = None
+    rows: TileValue | None = None
 
 
 def and_words(*values: TileValue) -> str | None:
