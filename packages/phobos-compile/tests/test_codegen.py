@@ -576,6 +576,10 @@ def test_attention_forward_runs_both_dots_on_mma_without_contended_bit_sets():
     # trans(k[...]) goes to b[k, n] at swapped coordinates, with no layout conversion first
     assert re.search(r"dot_b\d+\[c1 \* 72 \+ c0\] = ", source)
     assert source.index("dot_b") < source.index("staged")
+    # acc * rescale[:, newaxis] stays in the fragments: only the rescale rows are staged
+    loop = source[source.index("for (index_t v_kv") : source.index("#line 33 ")]
+    assert not re.search(r"staged\d+\[[^\]]*\] = v_acc", loop)
+    assert re.search(r"staged\d+\[g / \d+\] = v_rescale\[r\]\[i\];", loop)
     votes = re.findall(r"const bool (dot_a\d+_full) = __syncthreads_and\(", source)
     assert len(votes) == 2  # one block-wide vote per dot
     marks = [line for line in source.splitlines() if "phobos::set_bit(" in line]
