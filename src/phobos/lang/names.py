@@ -163,3 +163,9 @@ atomic_cas = _builtin(
     "Compare and swap: sets one element of an integer tensor to v if it equals compare, "
     "atomically, and gives its old value (the swap happened when old == compare).",
 )
+trace = _builtin(
+    "trace",
+    "trace(a, b, ..., when=c)",
+    "Prints each value with this line's file:line and the block, from every block (or those where "
+    "the block-uniform condition c holds). A statement: it gives no value.",
+)

@@ -106,6 +106,8 @@ class ExpressionWriter:
             return self.number(expr)
         if isinstance(expr, ast.BoolLit):
             return cst.Name("True" if expr.value else "False")
+        if isinstance(expr, ast.StrLit):
+            return cst.SimpleString(f'"{expr.value}"')
         if isinstance(expr, ast.Ctx):
             return lang("ctx", expr.group, expr.axis)
         if isinstance(expr, ast.Unary):

@@ -105,7 +105,12 @@ class BodyWriter:
                 return cst.AugAssign(target, cst.FloorDivideAssign(), value)
             return cst.AugAssign(target, _AUGMENTED[stmt.op](), value)
         if isinstance(stmt, ast.ExprStmt):
-            return cst.Expr(exprs.expr(stmt.value))
+            value = stmt.value
+            if isinstance(value, ast.Call) and value.func == "assert":
+                # A device assert is Python's own assert statement (the front end reads it back).
+                message = exprs.expr(value.args[1]) if len(value.args) > 1 else None
+                return cst.Assert(exprs.expr(value.args[0]), message)
+            return cst.Expr(exprs.expr(value))
         assert isinstance(stmt, ast.Return)
         return cst.Return(None if stmt.value is None else exprs.expr(stmt.value))
 
