@@ -580,6 +580,8 @@ def test_attention_forward_runs_both_dots_on_mma_without_contended_bit_sets():
     loop = source[source.index("for (index_t v_kv") : source.index("#line 33 ")]
     assert not re.search(r"staged\d+\[[^\]]*\] = v_acc", loop)
     assert re.search(r"staged\d+\[g / \d+\] = v_rescale\[r\]\[i\];", loop)
+    # scores leave the fragments once for max and exp2 (and once in the causal branch)
+    assert len(re.findall(r"staged\d+\[[^\]]*\] = v_scores\[r\]\[i\];", loop)) == 2
     votes = re.findall(r"const bool (dot_a\d+_full) = __syncthreads_and\(", source)
     assert len(votes) == 2  # one block-wide vote per dot
     marks = [line for line in source.splitlines() if "phobos::set_bit(" in line]

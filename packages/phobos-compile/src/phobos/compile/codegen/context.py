@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from phobos.compile.codegen.facts import Facts
 from phobos.compile.codegen.layout import AnyLayout, Layout, lanes_per_group
 from phobos.compile.codegen.signature import TensorAccess
+from phobos.compile.codegen.values import TileValue
 from phobos.compile.ir import nodes as ir
 from phobos.compile.span import Span
 
@@ -49,6 +50,9 @@ class EmitContext:
         self._preferred: dict[str, AnyLayout] = {}
         # where the tile being emitted goes next (a dot's accumulator), if anywhere
         self.target_layout: AnyLayout | None = None
+        self._scope = 0  # the C block being written: conversions are reused within it
+        self._scopes = 0
+        self._conversions: dict[tuple[str, AnyLayout], tuple[int, TileValue]] = {}
         self._indent = 1
         self._counter = 0
 
@@ -95,11 +99,28 @@ class EmitContext:
         """``header {`` ... ``}`` with the body indented (a bare scope if no header)."""
         self.line(f"{header} {{" if header else "{")
         self._indent += 1
+        outer = self._scope
+        self._scopes += 1
+        self._scope = self._scopes
         try:
             yield
         finally:
+            self._scope = outer
             self._indent -= 1
             self.line("}")
+
+    def converted(self, variable: str, layout: AnyLayout) -> TileValue | None:
+        """Variable ``variable``'s lanes already moved to ``layout`` in this block, if so."""
+        scope, value = self._conversions.get((variable, layout), (-1, None))
+        return value if scope == self._scope else None
+
+    def remember_conversion(self, variable: str, layout: AnyLayout, value: TileValue) -> None:
+        self._conversions[(variable, layout)] = (self._scope, value)
+
+    def forget_conversions(self, variable: str) -> None:
+        """``variable`` is written: its converted copies are stale."""
+        for key in [key for key in self._conversions if key[0] == variable]:
+            del self._conversions[key]
 
     def partials_slot(self, nbytes: int) -> str:
         """A slot of ``nbytes`` for a row reduction's partials, as a pointer expression.

@@ -57,11 +57,34 @@ def _is_array(value: TileValue) -> bool:
 
 
 def to_layout(ctx: EmitContext, value: TileValue, layout: AnyLayout) -> TileValue:
-    """The same tile (same shape) held in ``layout``."""
+    """The same tile (same shape) held in ``layout``.
+
+    A variable moved to a layout keeps that copy for later reads in the same C
+    block until it is written: ``max(scores, axis=1)`` and ``scores - m[:, newaxis]``
+    move ``scores`` out of the mma fragments once, not twice.
+    """
     if value.layout == layout:
         return value
     if value.anywhere:
         return replace(value, layout=layout)
+    variable = value.lane[: -len("[r][i]")] if _is_variable(value) else None
+    if variable is not None:
+        known = ctx.converted(variable, layout)
+        if known is not None:
+            return known
+    moved = _move(ctx, value, layout)
+    if variable is not None:
+        ctx.remember_conversion(variable, layout, moved)
+    return moved
+
+
+def _is_variable(value: TileValue) -> bool:
+    """The lanes are a user variable's register array (``v_name[r][i]``)."""
+    return value.lane.startswith("v_") and _is_array(value)
+
+
+def _move(ctx: EmitContext, value: TileValue, layout: AnyLayout) -> TileValue:
+    """The lanes through shared memory; a row broadcast moves only its rows."""
     shape = value.layout.shape
     if value.rows is not None:
         source = value.rows.layout.shape

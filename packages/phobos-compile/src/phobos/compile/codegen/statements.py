@@ -97,6 +97,7 @@ def _assign(ctx: EmitContext, var: ir.Variable, value: ir.Expr) -> None:
 
 def _copy_lanes(ctx: EmitContext, var: ir.Variable, value: TileValue) -> None:
     name = variable_name(var.name)
+    ctx.forget_conversions(name)
     if not (isinstance(var.type, ir.TileT) and var.type.partial):
         copy_lanes(ctx, value.layout, name, value.lane, None, None)
     elif value.mask is None:  # every lane present
