@@ -25,6 +25,7 @@ BENCHMARKS = [
     "bench_03_matmul",
     "bench_06_attention",
     "bench_autotune",
+    "bench_autotune_matmul",
     "bench_launch_overhead",
     "bench_01_vector_add",
 ]

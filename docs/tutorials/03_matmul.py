@@ -128,17 +128,20 @@ def check_on_cpu(m: int = 70, n: int = 50, k: int = 90) -> None:
     print(f"interpreter: matmul {m}x{n}x{k}, with and without leaky ReLU, matches numpy (float64)")
 
 
-def triton_matmul():
+def triton_matmul(space=None):
     """Matmul in Triton, written the way Triton's tutorial 03 writes it: pointer arithmetic
     with strides, masked loads, the same grouped ordering, an autotuned set of configs and an
-    optional fused leaky ReLU.  Returns ``launch(a, b, activation) -> c``."""
+    optional fused leaky ReLU.  Returns ``launch(a, b, activation) -> c``.
+
+    ``space`` replaces the tutorial's configs: (BM, BN, BK, num_stages, num_warps) tuples."""
     import torch
     import triton
     import triton.language as tl
 
     configs = [
         triton.Config({"BM": bm, "BN": bn, "BK": bk, "GROUP_M": 8}, num_stages=s, num_warps=w)
-        for bm, bn, bk, s, w in (
+        for bm, bn, bk, s, w in space
+        or (
             (128, 256, 64, 3, 8),
             (256, 128, 64, 3, 8),
             (128, 128, 64, 4, 4),
