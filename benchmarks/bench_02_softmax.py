@@ -9,25 +9,15 @@ before it is timed.  Run on a GPU: ``python -m benchmarks.bench_02_softmax``.
 
 from __future__ import annotations
 
-import importlib.util
-
 import torch
 
-from benchmarks.common import ROOT, environment, median_ms, plot, write_json
+from benchmarks.common import environment, load_tutorial, median_ms, plot, write_json
 
 M = 4096
 SIZES = (512, 1024, 2048, 3000, 4096, 8192, 12288)
 # ROWS values tried per size; a block holds at most 16384 lanes (the rest spill).
 ROWS = (1, 2, 4, 8)
 MAX_LANES = 16384
-
-
-def load_tutorial():
-    path = ROOT / "docs" / "tutorials" / "02_fused_softmax.py"
-    spec = importlib.util.spec_from_file_location("tutorial_02_fused_softmax", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def relative_error(got: torch.Tensor, expected: torch.Tensor) -> float:
@@ -76,7 +66,7 @@ def measure(tutorial, triton_run, n: int) -> dict:
 
 
 def main() -> dict:
-    tutorial = load_tutorial()
+    tutorial = load_tutorial("02_fused_softmax")
     triton_run = tutorial.triton_softmax()
     rows = []
     for n in SIZES:

@@ -11,21 +11,11 @@ is timed.  Run on a GPU: ``python -m benchmarks.bench_03_matmul``.
 
 from __future__ import annotations
 
-import importlib.util
-
-from benchmarks.common import ROOT, environment, median_ms, plot, write_json
+from benchmarks.common import environment, load_tutorial, median_ms, plot, write_json
 
 SIZES = (1024, 4096, 8192)
 # The fused leaky-ReLU epilogue is timed at this size.
 ACTIVATION_SIZE = 4096
-
-
-def load_tutorial():
-    path = ROOT / "docs" / "tutorials" / "03_matmul.py"
-    spec = importlib.util.spec_from_file_location("tutorial_03_matmul", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def report(row: dict) -> None:
@@ -38,7 +28,7 @@ def report(row: dict) -> None:
 
 
 def main() -> dict:
-    tutorial = load_tutorial()
+    tutorial = load_tutorial("03_matmul")
     triton_run = tutorial.triton_matmul()
     rows = []
     for size in SIZES:

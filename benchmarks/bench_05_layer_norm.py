@@ -12,11 +12,9 @@ torch are recorded beside their times.  Run on a GPU:
 
 from __future__ import annotations
 
-import importlib.util
-
 import torch
 
-from benchmarks.common import ROOT, environment, median_ms, plot, write_json
+from benchmarks.common import environment, load_tutorial, median_ms, plot, write_json
 
 M = 4096
 SIZES = (1024, 2048, 4096, 8192, 12288, 15872)
@@ -25,14 +23,6 @@ EPS = 1e-5
 FORWARD_THREADS = (None, 256, 512, 1024)
 # Rows per block of the backward's first kernel (M / ROWS blocks, and partial-sum rows).
 BACKWARD_ROWS = (8, 16, 32, 64)
-
-
-def load_tutorial():
-    path = ROOT / "docs" / "tutorials" / "05_layer_norm.py"
-    spec = importlib.util.spec_from_file_location("tutorial_05_layer_norm", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def errors(tutorial, got: dict, expected: dict, names: tuple[str, ...]) -> dict[str, float]:
@@ -129,7 +119,7 @@ def measure(tutorial, triton_forward, triton_backward, n: int) -> dict:
 
 
 def main() -> dict:
-    tutorial = load_tutorial()
+    tutorial = load_tutorial("05_layer_norm")
     triton_forward, triton_backward = tutorial.triton_layer_norm()
     rows = []
     for n in SIZES:

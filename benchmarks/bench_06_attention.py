@@ -14,25 +14,15 @@ kernel's tile names; the row records the variants chosen.  Run on a GPU:
 
 from __future__ import annotations
 
-import importlib.util
-
-from benchmarks.common import ROOT, environment, median_ms, plot, write_json
+from benchmarks.common import environment, load_tutorial, median_ms, plot, write_json
 
 B, H, S = 4, 32, 4096
 HEAD_DIMS = (64, 128)
 SYSTEMS = ("phobos", "triton", "torch")
 
 
-def load_tutorial():
-    path = ROOT / "docs" / "tutorials" / "06_fused_attention.py"
-    spec = importlib.util.spec_from_file_location("tutorial_06_fused_attention", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def main() -> dict:
-    tutorial = load_tutorial()
+    tutorial = load_tutorial("06_fused_attention")
     triton_fns = tutorial.triton_attention()
     rows = []
     for d in HEAD_DIMS:

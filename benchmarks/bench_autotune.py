@@ -19,37 +19,19 @@ the matmul tutorial exists):
 from __future__ import annotations
 
 import os
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 import torch
 import triton
-import triton.language as tl
 
 import phobos.lang as ph
-from benchmarks.common import environment, median_ms, write_json
+from benchmarks.bench_01_vector_add import triton_add, vector_add
+from benchmarks.common import empty_kernel_caches, environment, median_ms, write_json
 from phobos.autotune import Options
 
 BLOCKS = [256 << i for i in range(7)]  # 256 ... 16384, the space of the Phobos kernel
 SIZES = [1 << 20, 1 << 24, 1 << 27]
-
-
-@ph.kernel
-@ph.autotune(BLOCK=[256, 16384])
-def vector_add(x: ph.tensor[ph.f32][N], y: ph.tensor[ph.f32][N], out: ph.tensor[ph.f32][N]):
-    base: ph.let = ph.ctx.block.x * BLOCK
-    out[base:+BLOCK] = x[base:+BLOCK] + y[base:+BLOCK]
-
-
-@triton.jit
-def _triton_add(x_ptr, y_ptr, out_ptr, n, BLOCK_SIZE: tl.constexpr):
-    pid = tl.program_id(axis=0)
-    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
-    mask = offsets < n
-    x = tl.load(x_ptr + offsets, mask=mask)
-    y = tl.load(y_ptr + offsets, mask=mask)
-    tl.store(out_ptr + offsets, x + y, mask=mask)
 
 
 def grid(meta):
@@ -64,7 +46,7 @@ def fresh_phobos_kernel():
 def fresh_triton_autotuner():
     """A new autotuner over the same configs: its in-memory results start empty."""
     configs = [triton.Config({"BLOCK_SIZE": b}) for b in BLOCKS]
-    return triton.autotune(configs=configs, key=["n"])(_triton_add)
+    return triton.autotune(configs=configs, key=["n"])(triton_add)
 
 
 def phobos_tuning_s(x, y, out, *, retune: bool) -> tuple[float, dict]:
@@ -146,34 +128,21 @@ def measure(n: int) -> dict:
 
 
 def main() -> dict:
-    from phobos.compile import cached
-
-    cached._default_cache.cache_clear()  # the compiler's cache follows PHOBOS_CACHE_DIR again
-    with tempfile.TemporaryDirectory() as phobos_cache, tempfile.TemporaryDirectory() as tcache:
-        saved = {k: os.environ.get(k) for k in ("PHOBOS_CACHE_DIR", "TRITON_CACHE_DIR")}
-        os.environ["PHOBOS_CACHE_DIR"] = phobos_cache  # cold: nothing compiled, nothing tuned
-        os.environ["TRITON_CACHE_DIR"] = tcache
-        try:
-            rows = []
-            for n in SIZES:
-                row = measure(n)
-                rows.append(row)
-                print(
-                    f"n={n:>10}  tuning (first launch / again): phobos "
-                    f"{row['phobos_first_launch_s']:.2f} / {row['phobos_retune_s']:.2f} s, triton "
-                    f"{row['triton_first_launch_s']:.2f} / {row['triton_again_s']:.2f} s; chose BLOCK={row['phobos_choice']} "
-                    f"({row['chosen_over_fastest']:.3f}x the fastest alone, "
-                    f"BLOCK={row['fastest_alone']})",
-                    flush=True,
-                )
-            compiles = compile_parallelism()
-        finally:
-            cached._default_cache.cache_clear()
-            for name, value in saved.items():
-                if value is None:
-                    os.environ.pop(name, None)
-                else:
-                    os.environ[name] = value
+    with empty_kernel_caches():  # cold: nothing compiled, nothing tuned
+        rows = []
+        for n in SIZES:
+            row = measure(n)
+            rows.append(row)
+            print(
+                f"n={n:>10}  tuning (first launch / again): phobos "
+                f"{row['phobos_first_launch_s']:.2f} / {row['phobos_retune_s']:.2f} s, triton "
+                f"{row['triton_first_launch_s']:.2f} / {row['triton_again_s']:.2f} s; "
+                f"chose BLOCK={row['phobos_choice']} "
+                f"({row['chosen_over_fastest']:.3f}x the fastest alone, "
+                f"BLOCK={row['fastest_alone']})",
+                flush=True,
+            )
+        compiles = compile_parallelism()
     print(
         f"compiling {len(BLOCKS)} variants: {compiles['serial_s']:.2f} s on 1 thread, "
         f"{compiles['threaded_s']:.2f} s on {compiles['threads']}",

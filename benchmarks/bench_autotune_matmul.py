@@ -14,73 +14,54 @@ For fp16 4096³, from empty kernel caches (nothing compiled, nothing tuned):
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
-import os
-import tempfile
 import time
 
 import torch
 
 import phobos.lang as ph
-from benchmarks.common import ROOT, environment, median_ms, write_json
+from benchmarks.common import (
+    empty_kernel_caches,
+    environment,
+    load_tutorial,
+    median_ms,
+    write_json,
+)
 
 SIZE = 4096
 SPACE = list(itertools.product((128, 64), (128, 64), (64, 32), (256, 128)))  # BM, BN, BK, threads
 
 
-def load_tutorial():
-    path = ROOT / "docs" / "tutorials" / "03_matmul.py"
-    spec = importlib.util.spec_from_file_location("tutorial_03_matmul", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def main() -> dict:
-    from phobos.compile import cached
-
-    tutorial = load_tutorial()
+    tutorial = load_tutorial("03_matmul")
     a = torch.randn(SIZE, SIZE, device="cuda", dtype=torch.float16)
     b = torch.randn(SIZE, SIZE, device="cuda", dtype=torch.float16)
     c = torch.full((SIZE, SIZE), float("nan"), device="cuda", dtype=torch.float16)
-    saved = {k: os.environ.get(k) for k in ("PHOBOS_CACHE_DIR", "TRITON_CACHE_DIR")}
-    with tempfile.TemporaryDirectory() as phobos_cache, tempfile.TemporaryDirectory() as tcache:
-        os.environ["PHOBOS_CACHE_DIR"] = phobos_cache
-        os.environ["TRITON_CACHE_DIR"] = tcache
-        cached._default_cache.cache_clear()
-        try:
-            kernel = ph.kernel(tutorial.matmul.__wrapped__)  # nothing tuned in this process
-            torch.cuda.synchronize()
-            start = time.perf_counter()
-            kernel[tutorial.grid](a, b, c, ACTIVATION=0)
-            torch.cuda.synchronize()
-            phobos_s = time.perf_counter() - start
-            report = kernel.tuning_report()
-            choice = {k: v for k, v in report.choice.items() if k != "ACTIVATION"}
-            torch.testing.assert_close(c.double(), (a.double() @ b.double()), rtol=1e-2, atol=1.0)
+    with empty_kernel_caches():
+        kernel = ph.kernel(tutorial.matmul.__wrapped__)  # nothing tuned in this process
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        kernel[tutorial.grid](a, b, c, ACTIVATION=0)
+        torch.cuda.synchronize()
+        phobos_s = time.perf_counter() - start
+        report = kernel.tuning_report()
+        choice = {k: v for k, v in report.choice.items() if k != "ACTIVATION"}
+        torch.testing.assert_close(c.double(), (a.double() @ b.double()), rtol=1e-2, atol=1.0)
 
-            triton_run = tutorial.triton_matmul(
-                space=[(bm, bn, bk, 3, threads // 32) for bm, bn, bk, threads in SPACE]
-            )
-            torch.cuda.synchronize()
-            start = time.perf_counter()
-            triton_run(a, b)
-            torch.cuda.synchronize()
-            triton_s = time.perf_counter() - start
+        triton_run = tutorial.triton_matmul(
+            space=[(bm, bn, bk, 3, threads // 32) for bm, bn, bk, threads in SPACE]
+        )
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        triton_run(a, b)
+        torch.cuda.synchronize()
+        triton_s = time.perf_counter() - start
 
-            alone = {}
-            for bm, bn, bk, threads in SPACE:
-                values = {"BM": bm, "BN": bn, "BK": bk, "GROUP_M": 8, "NUM_THREADS": threads}
-                launch = lambda v=values: kernel[tutorial.grid](a, b, c, ACTIVATION=0, **v)  # noqa: E731
-                alone[str(values)] = median_ms(launch)
-        finally:
-            cached._default_cache.cache_clear()
-            for name, value in saved.items():
-                if value is None:
-                    os.environ.pop(name, None)
-                else:
-                    os.environ[name] = value
+        alone = {}
+        for bm, bn, bk, threads in SPACE:
+            values = {"BM": bm, "BN": bn, "BK": bk, "GROUP_M": 8, "NUM_THREADS": threads}
+            launch = lambda v=values: kernel[tutorial.grid](a, b, c, ACTIVATION=0, **v)  # noqa: E731
+            alone[str(values)] = median_ms(launch)
     fastest = min(alone, key=alone.__getitem__)
     chosen_ms = alone[str(choice)]
     row = {

@@ -7,15 +7,53 @@ also flushes L2 between repeats), every system in the same process and run.
 
 from __future__ import annotations
 
+import contextlib
+import importlib.util
 import json
 import os
 import platform
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+_TUTORIALS: dict[str, Any] = {}
+
+
+def load_tutorial(stem: str) -> Any:
+    """The tutorial script ``docs/tutorials/<stem>.py`` as a module (loaded once per process)."""
+    if stem not in _TUTORIALS:
+        path = ROOT / "docs" / "tutorials" / f"{stem}.py"
+        spec = importlib.util.spec_from_file_location(f"tutorial_{stem}", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        _TUTORIALS[stem] = module
+    return _TUTORIALS[stem]
+
+
+@contextlib.contextmanager
+def empty_kernel_caches():
+    """Phobos's and Triton's kernel caches in new empty folders for the block (a cold start)."""
+    from phobos.compile import cached
+
+    saved = {k: os.environ.get(k) for k in ("PHOBOS_CACHE_DIR", "TRITON_CACHE_DIR")}
+    with tempfile.TemporaryDirectory() as phobos_cache, tempfile.TemporaryDirectory() as tcache:
+        os.environ["PHOBOS_CACHE_DIR"] = phobos_cache
+        os.environ["TRITON_CACHE_DIR"] = tcache
+        cached._default_cache.cache_clear()  # the compiler's cache follows PHOBOS_CACHE_DIR again
+        try:
+            yield
+        finally:
+            cached._default_cache.cache_clear()
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
 
 
 def out_dir() -> Path:
