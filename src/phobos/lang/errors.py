@@ -8,10 +8,13 @@ Inside ``user_facing()`` such an error loses its internal traceback; set
 
 from __future__ import annotations
 
+import linecache
 import os
-from types import TracebackType
+from types import FrameType, TracebackType
+from typing import Any
 
-from phobos.compile.diagnostics import PhobosError
+from phobos.compile.diagnostics import Diagnostic, Note, PhobosError
+from phobos.compile.span import Span
 
 
 class user_facing:
@@ -30,3 +33,21 @@ class user_facing:
             error.__traceback__ = None
             error.__suppress_context__ = True
         return False
+
+
+def call_site(frame: FrameType) -> Span:
+    """The span of the statement ``frame`` is executing (the user's launch line)."""
+    file, line = frame.f_code.co_filename, frame.f_lineno
+    text = linecache.getline(file, line).rstrip("\n")
+    start = len(text) - len(text.lstrip()) + 1
+    return Span(file, line, start, line, max(len(text) + 1, start + 1))
+
+
+def located_launch_error(kernel: Any, error: Exception, site: Span) -> PhobosError:
+    """A launcher's ``LaunchError`` at the launch's line, with a note at the parameter's declaration."""
+    notes = ()
+    param = getattr(error, "param", None)
+    declared = {p.name: p.span for p in kernel.program.module.kernel(kernel.name).params}
+    if param in declared:
+        notes = (Note(declared[param], f"'{param}' is declared here"),)
+    return PhobosError(Diagnostic("error", str(error), site, None, notes))

@@ -10,13 +10,14 @@ interpreter when the arrays are numpy arrays, on the GPU when they offer
 from __future__ import annotations
 
 import inspect
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
 from typing import Any
 
 from phobos.compile.diagnostics import PhobosError
 from phobos.lang import arrays
-from phobos.lang.errors import user_facing
+from phobos.lang.errors import call_site, located_launch_error, user_facing
 from phobos.lang.tuning import choose_variant
 from phobos.launch.errors import LaunchError
 
@@ -199,7 +200,10 @@ class Launch:
         with user_facing():
             if race_check:
                 gpu.race_check(k, self.grid, args, variant)
-            loaded = gpu.launch(k, self.grid, args, variant, stream=stream)
+            try:
+                loaded = gpu.launch(k, self.grid, args, variant, stream=stream)
+            except LaunchError as exc:
+                raise located_launch_error(k, exc, call_site(sys._getframe(1))) from None
         k.last_launch = (values, loaded) if set(values) >= set(k.space.names) else None
 
 

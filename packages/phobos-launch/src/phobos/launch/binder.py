@@ -152,7 +152,7 @@ class ArgumentBinder:
                 arrays.append(read(args[check.position]))
         except ArrayProtocolError as exc:
             check = tensors[len(arrays)]
-            raise LaunchError(f"{self.kernel}: {check.name}: {exc}") from None
+            raise LaunchError(f"{self.kernel}: {check.name}: {exc}", check.name) from None
 
         device = None
         first = None
@@ -166,7 +166,7 @@ class ArgumentBinder:
                 or (readonly and check.written)
                 or (check.unit_stride and strides[-1] != 1 and shape[-1] != 1)
             ):
-                raise LaunchError(self._tensor_problem(check, fields))
+                raise LaunchError(self._tensor_problem(check, fields), check.name)
             if on is None and ptr:
                 on = self.device_of(check, ptr)
             if on is not None:
@@ -175,7 +175,8 @@ class ArgumentBinder:
                 elif on != device:
                     raise LaunchError(
                         f"{self.kernel}: {check.name} is on GPU {on} but {first.name} is on GPU "
-                        f"{device}; pass all arrays on one GPU"
+                        f"{device}; pass all arrays on one GPU",
+                        check.name,
                     )
             if stream is not None:
                 producers.append(stream)
@@ -183,10 +184,12 @@ class ArgumentBinder:
         extents = [arrays[t][1][axis] for t, axis in self.extent_sources]
         for t, axis, e in self.extent_checks:
             if arrays[t][1][axis] != extents[e]:
-                raise LaunchError(self._extent_problem(t, axis, e, arrays))
+                raise LaunchError(self._extent_problem(t, axis, e, arrays), self.tensors[t].name)
         for t, axis, size in self.literal_checks:
             if arrays[t][1][axis] != size:
-                raise LaunchError(self._literal_problem(t, axis, size, arrays))
+                raise LaunchError(
+                    self._literal_problem(t, axis, size, arrays), self.tensors[t].name
+                )
         if self.index32:
             self._check_index32(extents, arrays)
 
@@ -218,7 +221,8 @@ class ArgumentBinder:
             if reader is None:
                 raise LaunchError(
                     f"{self.kernel}: {check.name}: expected a GPU array for {check.declared()}; "
-                    + not_a_gpu_array(arg)
+                    + not_a_gpu_array(arg),
+                    check.name,
                 )
             readers.append(reader)
         plan = Plan(tuple(readers), library_of(args[t.position] for t in self.tensors))
@@ -230,7 +234,7 @@ class ArgumentBinder:
         try:
             return self.scalar_readers[name](value)
         except ScalarError as exc:
-            raise LaunchError(f"{self.kernel}: {name}: {exc}") from None
+            raise LaunchError(f"{self.kernel}: {name}: {exc}", name) from None
 
     def device_of(self, check: TensorCheck, ptr: int) -> int:
         if self._pointer_device is None:

@@ -7,8 +7,13 @@ class LaunchError(ValueError):
     """The arguments, grid or device do not fit the compiled kernel; nothing was launched.
 
     The message names the kernel and the parameter, what the kernel expects and
-    what was given.
+    what was given; ``param`` is that parameter's name when one is to blame, so a
+    caller holding the kernel's source can point at its declaration.
     """
+
+    def __init__(self, message: str, param: str | None = None) -> None:
+        super().__init__(message)
+        self.param = param
 
 
 class ContractError(ValueError):
