@@ -27,6 +27,7 @@ BENCHMARKS = [
     "bench_autotune",
     "bench_autotune_matmul",
     "bench_launch_overhead",
+    "probe_launch_api",
     "bench_01_vector_add",
 ]
 
