@@ -24,7 +24,7 @@ CU_LAUNCH_PARAM_BUFFER_SIZE = 2
 CU_LAUNCH_PARAM_END = 0
 
 
-def launch_variants(cuda, function, x, y, out, block: int) -> dict:
+def launch_variants(cuda, function, x, y, out, tile: int, block: int) -> dict:
     """Each spelling of the same launch: a function that launches once (pre-packed)."""
     params_raw = struct.pack("<QQQi", x.data_ptr(), y.data_ptr(), out.data_ptr(), N)
     values = (c_uint64 * 4)()
@@ -32,7 +32,7 @@ def launch_variants(cuda, function, x, y, out, block: int) -> dict:
     base = ctypes.addressof(values)
     params = (c_void_p * 4)(base, base + 8, base + 16, base + 24)
     stream = c_void_p(torch.cuda.current_stream().cuda_stream)
-    grid = (N + block - 1) // block
+    grid = (N + tile - 1) // tile
     fn = c_void_p(function)
 
     plain = cuda.cuLaunchKernel
@@ -84,7 +84,8 @@ def check_variants(variants: dict, x, y, out) -> None:
         if name.startswith("_"):
             continue
         out.fill_(float("nan"))
-        assert launch() == 0, name
+        code = launch()
+        assert code == 0, f"{name}: CUDA error {code}"
         torch.cuda.synchronize()
         torch.testing.assert_close(out, x + y, msg=name)
 
@@ -131,9 +132,9 @@ def accessor_costs(x) -> dict:
     }
 
 
-def context_behaviour(cuda, function, x, y, out, block: int) -> dict:
+def context_behaviour(cuda, function, x, y, out, tile: int, block: int) -> dict:
     """What cuLaunchKernel answers with no context current, and with another context current."""
-    grid = (N + block - 1) // block
+    grid = (N + tile - 1) // tile
     values = (c_uint64 * 4)()
     struct.pack_into("<QQQi", values, 0, x.data_ptr(), y.data_ptr(), out.data_ptr(), N)
     base = ctypes.addressof(values)
@@ -172,15 +173,17 @@ def context_behaviour(cuda, function, x, y, out, block: int) -> dict:
 def main() -> dict:
     x, y = torch.randn(N, device="cuda"), torch.randn(N, device="cuda")
     out = torch.empty_like(x)
-    block = 1024
-    vector_add[(1,)](x, y, out, BLOCK=block)  # the primary context, made current by torch
+    tile = 1024
+    vector_add[(1,)](x, y, out, BLOCK=tile)  # the primary context, made current by torch
     torch.cuda.synchronize()
-    compiled = vector_add.compile(arch="sm_90", BLOCK=block)
+    compiled = vector_add.compile(arch="sm_90", BLOCK=tile)
+    block = compiled.contract.block[0]
+    assert [s.kind for s in compiled.contract.slots] == ["pointer"] * 3 + ["extent"]
     cuda = ctypes.CDLL("libcuda.so.1")
     module, function = c_void_p(), c_void_p()
     assert cuda.cuModuleLoadData(byref(module), compiled.cubin) == 0
     assert cuda.cuModuleGetFunction(byref(function), module, compiled.contract.entry.encode()) == 0
-    variants = launch_variants(cuda, function.value, x, y, out, block)
+    variants = launch_variants(cuda, function.value, x, y, out, tile, block)
     check_variants(variants, x, y, out)
     figures = interleaved(variants)
     result = {
@@ -191,7 +194,7 @@ def main() -> dict:
         "cuCtxGetCurrent_ns": round(
             per_call_us(lambda: cuda.cuCtxGetCurrent(byref(c_void_p()))) * 1000, 1
         ),
-        "context": context_behaviour(cuda, function.value, x, y, out, block),
+        "context": context_behaviour(cuda, function.value, x, y, out, tile, block),
     }
     for key, value in result.items():
         print(key, value, flush=True)
