@@ -1,7 +1,8 @@
 """Host time per launch of a tiny 3-tensor kernel: Phobos, Triton, torch and a bare cuLaunchKernel.
 
 The bare launch is the floor: ctypes ``cuLaunchKernel`` on the same cubin with a
-parameter block packed once.  Each figure is the host time of a burst of launches
+parameter block packed once (and, for reference, ``cuLaunchKernelEx``, the entry
+point phobos-launch calls, with its config packed once too).  Each figure is the host time of a burst of launches
 divided by their count, timed up to the last launch call (the GPU drains the burst
 afterwards, outside the timed region; a burst is shorter than the driver's launch
 queue, so no launch waits for the GPU).  The systems are measured in interleaved
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import ctypes
 import statistics
+import struct
 import time
 
 import torch
@@ -57,8 +59,8 @@ _CTYPES = {
 }
 
 
-def bare_launcher(compiled, x, y, out):
-    """cuLaunchKernel through ctypes with a parameter block packed once."""
+def bare_launchers(compiled, x, y, out):
+    """cuLaunchKernel and cuLaunchKernelEx through ctypes, each with its arguments packed once."""
     cuda = ctypes.CDLL("libcuda.so.1")
     module = ctypes.c_void_p()
     assert cuda.cuModuleLoadData(ctypes.byref(module), compiled.cubin) == 0
@@ -81,12 +83,18 @@ def bare_launcher(compiled, x, y, out):
     smem = compiled.contract.dynamic_smem
     stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
     launch_kernel = cuda.cuLaunchKernel
+    launch_kernel_ex = cuda.cuLaunchKernelEx
+    config = (ctypes.c_uint64 * 7)()  # CUlaunchConfig, no attributes
+    struct.pack_into("<7I4xQ16x", config, 0, 1, 1, 1, bx, by, bz, smem, stream.value or 0)
 
-    def launch():
+    def bare():
         launch_kernel(function, 1, 1, 1, bx, by, bz, smem, stream, params, None)
 
-    launch._keep = (module, values, params)  # keep the packed block alive
-    return launch
+    def bare_ex():
+        launch_kernel_ex(config, function, params, None)
+
+    bare._keep = bare_ex._keep = (module, values, params, config)  # keep the packed block alive
+    return bare, bare_ex
 
 
 def per_call_us(call, count: int = 20000) -> float:
@@ -100,17 +108,14 @@ def per_call_us(call, count: int = 20000) -> float:
     return statistics.median(samples)
 
 
-def breakdown(x, y, out, loaded) -> dict:
-    """Where a Phobos launch's host time goes: each layer alone."""
+def breakdown(x, y, out) -> dict:
+    """What the parts of a launch that launch nothing cost alone."""
     args = (x, y, out)
-    block = loaded.parameter_block()
-    fast = loaded._fast
-    driver = loaded.driver
     return {
-        "launcher_bind_only": per_call_us(lambda: fast(args, block.write)),
-        "cuCtxGetCurrent": per_call_us(driver.current_context),
         "torch_reads_3_tensors": per_call_us(
-            lambda: [(t.is_cuda, t.dtype, t.shape, t.data_ptr(), t.stride()) for t in args]
+            lambda: [
+                (t.dtype, t.shape, t.data_ptr(), t.get_device(), t.is_contiguous()) for t in args
+            ]
         ),
         "torch_current_raw_stream": per_call_us(lambda: torch._C._cuda_getCurrentRawStream(0)),
     }
@@ -125,24 +130,35 @@ def main() -> dict:
     torch.testing.assert_close(out, x + y)
     loaded = vector_add.last_launch[1]  # the LoadedKernel that launch used
     compiled = vector_add.compile(arch="sm_90", BLOCK=block)
-    bare = bare_launcher(compiled, x, y, out)
-    out.zero_()
-    bare()
-    torch.testing.assert_close(out, x + y)
+    bare, bare_ex = bare_launchers(compiled, x, y, out)
+    for launch in (bare, bare_ex):
+        out.zero_()
+        launch()
+        torch.testing.assert_close(out, x + y)
 
     lam = lambda m: (triton.cdiv(m["N"], m["BLOCK"]),)  # noqa: E731
     args = (x, y, out)
     figures = per_launch_us(
         {
             "bare_cuLaunchKernel": bare,
+            "bare_cuLaunchKernelEx": bare_ex,
             "phobos_tuple_grid": lambda: vector_add[grid](x, y, out, BLOCK=block),
             "phobos_lambda_grid": lambda: vector_add[lam](x, y, out, BLOCK=block),
             "launcher_launch": lambda: loaded.launch(grid, args),
+            "launcher_try_launch": lambda: loaded.try_launch(grid, args, None),
             "triton": lambda: triton_add[grid](x, y, out, N, BLOCK_SIZE=block),
             "torch_add": lambda: torch.add(x, y, out=out),
         }
     )
-    figures.update(breakdown(x, y, out, loaded))
+    figures.update(breakdown(x, y, out))
+    for launch in (
+        lambda: vector_add[grid](x, y, out, BLOCK=block),
+        lambda: vector_add[lam](x, y, out, BLOCK=block),
+    ):
+        out.zero_()
+        launch()
+        torch.testing.assert_close(out, x + y)  # the fast path launched the right thing
+    assert loaded.try_launch(grid, args, None) == 0, "the steady state missed the fast path"
     figures["phobos_over_triton"] = figures["phobos_tuple_grid"] / figures["triton"]
     figures["phobos_over_bare"] = figures["phobos_tuple_grid"] / figures["bare_cuLaunchKernel"]
     for name, value in figures.items():

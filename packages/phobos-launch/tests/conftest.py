@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import copy
+import ctypes
+import struct
+import threading
 from typing import Any
 
 import pytest
 
-from phobos.launch import CudaError, load_kernel
+from phobos.launch import CudaError, LoadedKernel, load_kernel
+from phobos.launch.fastpath import FastLaunch, LaunchTarget, compile_fast_launch
+
+CUDA_ERROR_INVALID_HANDLE = 400
 
 SAXPY = {
     "format_version": 1,
@@ -89,9 +95,14 @@ class FakeDriver:
         self.refuse: dict[str, int] = {}  # "cubin" / "ptx" -> CUDA error code
         self.modules: list[bytes] = []
         self.events = 0
+        self.function_contexts: dict[int, int] = {}  # function -> the context it was loaded in
+        self.refuse_launch = 0  # a CUDA error code every launch returns
 
     def driver_version(self) -> int:
         return self.version
+
+    def error(self, call: str, code: int, detail: str = "") -> CudaError:
+        return CudaError(call, code, f"CUDA_ERROR_{code}", detail or f"error {code}")
 
     def primary_context(self, device: int) -> int:
         self.calls.append(("primary_context", device))
@@ -124,6 +135,7 @@ class FakeDriver:
         self.calls.append(("get_function", module, name))
         if name == "missing":
             raise CudaError("cuModuleGetFunction", 500, "CUDA_ERROR_NOT_FOUND", "named symbol")
+        self.function_contexts[0xF00 + module] = self.context
         return 0xF00 + module
 
     def max_threads_per_block(self, function: int) -> int:
@@ -149,21 +161,46 @@ class FakeDriver:
     def stream_wait_event(self, stream: int, event: int) -> None:
         self.calls.append(("stream_wait_event", stream, event))
 
-    def launch_kernel(self, function, gx, gy, gz, bx, by, bz, shared_memory, stream, params):
+    def launch(self, config, function, kernel_params, extra) -> int:
+        """cuLaunchKernelEx as the driver behaves: refused when another context is current."""
+        handle = function.value
+        owner = self.function_contexts.get(handle)
+        if self.context not in (0, owner):
+            return CUDA_ERROR_INVALID_HANDLE
+        if self.refuse_launch:
+            return self.refuse_launch
+        grid_x, grid_y, grid_z, *cta, smem, stream = struct.unpack_from("<3I3II4xQ", config)
         self.launches.append(
             {
-                "function": function,
-                "grid": (gx, gy, gz),
-                "block": (bx, by, bz),
-                "smem": shared_memory,
+                "function": handle,
+                "grid": (grid_x, grid_y, grid_z),
+                "block": tuple(cta),
+                "smem": smem,
                 "stream": stream,
-                "params": params,
-                "context": self.context,
+                "params": None if kernel_params is None else ctypes.addressof(kernel_params),
+                "context": self.context or owner,
             }
         )
+        return 0
 
     def synchronize(self) -> None:
         pass
+
+
+def fast_launch(kernel: LoadedKernel, args: list[Any], device: int = 0) -> FastLaunch | None:
+    """The fast path ``kernel`` would compile for the signature of ``args`` on ``device``."""
+    binder = kernel._binder
+    on_device = kernel._loaded(device)
+    target = LaunchTarget(
+        device=device,
+        function=on_device.handle,
+        launch=kernel.driver.launch,
+        block=kernel.parameter_block(),
+        owner=threading.get_ident(),
+        other_thread=lambda grid, args, stream: None,
+        meta=dict(kernel.contract.values),
+    )
+    return compile_fast_launch(binder, binder.plan(args), args, target)
 
 
 class CudaArray:
@@ -229,6 +266,17 @@ class Tensor:
 
     def get_device(self) -> int:
         return self._device
+
+    def is_contiguous(self) -> bool:
+        """torch's rule: no elements, or every axis longer than 1 at its row-major stride."""
+        if 0 in self.shape:
+            return True
+        expected = 1
+        for size, stride in zip(reversed(self.shape), reversed(self.stride())):
+            if size != 1 and stride != expected:
+                return False
+            expected *= size
+        return True
 
 
 class HostArray:

@@ -9,10 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from phobos.launch import LaunchError, load_kernel
-from phobos.launch.arrays import ArrayProtocolError
-from phobos.launch.fastpath import compile_fast_binder
 
-from .conftest import SAXPY, SCALE, CudaArray, FakeDriver, Tensor
+from .conftest import SAXPY, SCALE, CudaArray, FakeDriver, Tensor, fast_launch
 
 BASE = 0x7F0000000000
 INDEX32_SCALE = {
@@ -26,30 +24,35 @@ INDEX32_SCALE = {
 
 
 def outcome(kernel, fast, args):
-    """(reference result or error text, fast result or None) for the same arguments."""
+    """(reference result or error text, fast result or None) for the same arguments.
+
+    A result is (device, extents, producer streams, parameter bytes); the reference
+    packs the block as a launch would, the fast path launches through the fake driver.
+    """
     binder = kernel._binder
     block = kernel.parameter_block()
+    driver = kernel.driver
     try:
         device, extents, values, producers = binder.bind(args, binder.plan(args))
-        block.write(*values)
+        block.fill((1, 1, 1), 0, values)
         reference = (device, tuple(extents), tuple(producers), bytes(block))
     except (LaunchError, struct.error, OverflowError) as exc:
         reference = str(exc)
+    driver.launches.clear()
     try:
-        bound = fast(args, block.write)
-    except (struct.error, OverflowError, ArrayProtocolError):
-        bound = None
+        code = fast((1,), args, None)
     except LaunchError as exc:
-        bound = str(exc)
-    if bound is not None and not isinstance(bound, str):
-        bound = (bound[0], bound[1], bound[2], bytes(block))
-    return reference, bound
+        return reference, str(exc)
+    if code != 0:
+        assert driver.launches == []
+        return reference, code
+    (launch,) = driver.launches
+    assert launch["grid"] == (1, 1, 1) and launch["stream"] == 0
+    return reference, (launch["context"] - 0xC0, reference[1], reference[2], bytes(block))
 
 
 def check_agreement(kernel, make, good, bad):
-    binder = kernel._binder
-    plan = binder.plan(good)
-    fast = compile_fast_binder(binder, plan, good)
+    fast = fast_launch(kernel, good)
     assert fast is not None
     reference, bound = outcome(kernel, fast, bad)
     if isinstance(reference, str):
@@ -120,6 +123,7 @@ def test_generated_source_is_kept_for_reading(driver, contract, fakes):
     kernel = load_kernel(contract, cubin=b"C", driver=driver)
     args = [fakes.tensor((8,)) for _ in range(3)] + [1.0]
     kernel.launch((1,), args)
-    (plan,) = kernel._binder.plans.values()
-    assert plan.fast.source.startswith("def bind_fast(args, write):")
-    assert "a0.dtype is D0" in plan.fast.source
+    source = kernel.try_launch.source
+    assert source.startswith("def try_launch(grid, args, stream):")
+    assert "a0.dtype is D0" in source
+    assert "a0.is_contiguous()" in source and "stride()" not in source

@@ -15,6 +15,7 @@ from phobos.launch.driver import (
     CUDA_ERROR_NO_BINARY_FOR_GPU,
     CUDA_ERROR_UNSUPPORTED_PTX_VERSION,
 )
+from phobos.launch.params import CONFIG_SIZE
 
 BASE = 0x7F0000000000
 
@@ -38,7 +39,7 @@ def test_saxpy_parameter_block_bytes(saxpy, driver, fakes):
     assert block_bytes(saxpy) == expected
     (launch,) = driver.launches
     pointers = (ctypes.c_void_p * 5).from_address(launch["params"])
-    base = ctypes.addressof(saxpy.parameter_block()._buffer)
+    base = ctypes.addressof(saxpy.parameter_block()._buffer) + CONFIG_SIZE
     assert [p - base for p in pointers] == [0, 8, 16, 24, 28]
     assert launch["grid"] == (4, 1, 1)
     assert launch["block"] == (128, 1, 1)
@@ -250,7 +251,7 @@ def test_loads_lazily_into_the_primary_context_of_the_arrays_gpu(saxpy, driver, 
     assert ("primary_context", 1) in driver.calls
     assert ("load_module", "cubin", 0xC1) in driver.calls
     assert driver.launches[0]["context"] == 0xC1
-    assert driver.context == 0  # the caller's context is restored
+    assert driver.context == 0xC1  # a thread with no context keeps the kernel's
     saxpy.launch((1,), [fakes.tensor((8,), device=1) for _ in range(3)] + [1.0])
     assert [c[0] for c in driver.calls].count("load_module") == 1
 
@@ -327,3 +328,93 @@ def test_scalars_only_kernel_launches_on_device_0(driver):
     kernel.launch((1,), [5])
     assert driver.launches[0]["context"] == 0xC0
     assert bytes(kernel.parameter_block()) == struct.pack("<i", 5)
+
+
+def test_another_current_context_is_put_back_after_each_launch(saxpy, driver, fakes):
+    driver.context = 0xAA  # the caller's own context, on the same GPU
+    saxpy.launch((1,), saxpy_args(fakes))
+    assert driver.launches[0]["context"] == 0xC0
+    assert driver.context == 0xAA
+    driver.calls.clear()
+    saxpy.launch((1,), saxpy_args(fakes))  # the driver refuses the fast path's launch
+    assert [launch["context"] for launch in driver.launches] == [0xC0, 0xC0]
+    assert driver.calls == [("set_current_context", 0xC0), ("set_current_context", 0xAA)]
+
+
+def test_a_thread_without_a_context_launches_without_switching_after_the_first(
+    saxpy, driver, fakes
+):
+    saxpy.launch((1,), saxpy_args(fakes))
+    driver.calls.clear()
+    driver.context = 0  # another thread, say, or the context was unset
+    saxpy.launch((1,), saxpy_args(fakes))
+    assert driver.calls == []
+    assert len(driver.launches) == 2
+
+
+def test_a_launch_the_driver_refuses_raises_its_error(saxpy, driver, fakes):
+    saxpy.launch((1,), saxpy_args(fakes))
+    driver.refuse_launch = 701
+    with pytest.raises(CudaError) as info:
+        saxpy.launch((1,), saxpy_args(fakes))
+    assert info.value.code == 701
+    assert info.value.call == "cuLaunchKernelEx"
+    assert len(driver.launches) == 1
+
+
+def counting_binds(kernel):
+    binds = []
+    bind = kernel._binder.bind
+    kernel._binder.bind = lambda args, plan: binds.append(1) or bind(args, plan)
+    return binds
+
+
+@pytest.mark.parametrize(
+    ("grid", "expected"),
+    [
+        ((3,), (3, 1, 1)),
+        ((3, 2), (3, 2, 1)),
+        ((3, 2, 5), (3, 2, 5)),
+        (lambda meta: (meta["N"] // meta["BLOCK"], 2), (3, 2, 1)),
+    ],
+)
+def test_the_fast_path_launches_what_the_reference_path_launched(
+    saxpy, driver, fakes, grid, expected
+):
+    binds = counting_binds(saxpy)
+    args = saxpy_args(fakes, n=3 * 256 + 5)
+    for stream in (None, 0x77, None):
+        saxpy.launch(grid, args, stream=stream)
+    assert len(binds) == 1  # the reference path once, then the fast path
+    assert [launch["grid"] for launch in driver.launches] == [expected] * 3
+    assert [launch["stream"] for launch in driver.launches] == [0, 0x77, 0]
+    assert {launch["block"] for launch in driver.launches} == {(128, 1, 1)}
+    assert block_bytes(saxpy) == struct.pack(
+        "<QQQif", BASE, BASE + 0x1000, BASE + 0x2000, 3 * 256 + 5, 2.0
+    )
+
+
+def test_threads_launch_through_their_own_fast_paths(saxpy, driver, fakes):
+    import threading
+
+    binds = counting_binds(saxpy)
+    mine = saxpy_args(fakes)
+    theirs = [fakes.cuda_array((8,), ptr=BASE + 0x9000 + 16 * i) for i in range(3)] + [3.0]
+    blocks = []
+
+    def launch_twice():
+        saxpy.launch((1,), theirs)
+        saxpy.launch((1,), theirs)
+        blocks.append(bytes(saxpy.parameter_block()))
+
+    saxpy.launch((1,), mine)
+    thread = threading.Thread(target=launch_twice)
+    thread.start()
+    thread.join()
+    saxpy.launch((1,), mine)  # through the other thread's try_launch, then this thread's
+    assert len(binds) == 2  # once per thread
+    assert len(driver.launches) == 4
+    assert blocks == [struct.pack("<QQQif", BASE + 0x9000, BASE + 0x9010, BASE + 0x9020, 8, 3.0)]
+    assert block_bytes(saxpy) == struct.pack(
+        "<QQQif", BASE, BASE + 0x1000, BASE + 0x2000, 1000, 2.0
+    )

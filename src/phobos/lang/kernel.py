@@ -59,6 +59,7 @@ class Kernel:
         self.loaded: dict[Any, Any] = {}  # (values, specialisation) → phobos.launch.LoadedKernel
         # The keywords and LoadedKernel of the last GPU launch that fixed every compile-time name.
         self.last_launch: tuple[dict[str, int], Any] | None = None
+        self._last_indexed: Launch | None = None  # kernel[grid] of the last grid, made once
 
     def __repr__(self) -> str:
         return f"<phobos kernel {self.name} from {self.file}>"
@@ -118,7 +119,14 @@ class Kernel:
         return self._variants[key]
 
     def __getitem__(self, grid: Grid) -> Launch:
-        return Launch(self, grid)
+        launch = self._last_indexed
+        if launch is not None and (
+            launch.grid is grid
+            or (grid.__class__ is tuple and launch.grid.__class__ is tuple and launch.grid == grid)
+        ):
+            return launch
+        launch = self._last_indexed = Launch(self, grid)
+        return launch
 
     def compile(self, arch: str = "sm_90", **values: int) -> Any:
         """Compile one variant ahead of time, no GPU needed; returns the compiled kernel."""
@@ -176,11 +184,15 @@ class Launch:
         k = self.kernel
         last = k.last_launch
         if last is not None and not race_check and last[0] == values:
-            # The steady state: the same fixed variant on GPU arrays again.  The launcher
-            # checks every argument; anything it refuses takes the full path below, which
-            # either picks a variant that fits or raises the launcher's message.
+            # The steady state: the same fixed variant on GPU arrays again.  Its fast path
+            # checks every argument; what it cannot take goes to the launcher's reference
+            # path, and what that refuses to the full path below, which either picks a
+            # variant that fits or raises the launcher's message.
+            loaded = last[1]
+            if loaded.try_launch(self.grid, args, stream) == 0:
+                return
             try:
-                last[1].launch(self.grid, args, stream=stream)
+                loaded.launch(self.grid, args, stream=stream)
                 return
             except LaunchError:
                 pass

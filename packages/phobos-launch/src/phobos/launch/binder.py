@@ -6,7 +6,7 @@ tensor takes) once per call signature, in a ``Plan``.  ``bind`` is the reference
 path: it reads and checks each argument in turn and explains any failure, a
 ``LaunchError`` naming the kernel, the parameter, what was expected and what was
 given.  ``fastpath`` compiles the same checks into one straight-line function per
-plan for the launches that pass them.
+plan, GPU and thread for the launches that pass them.
 """
 
 from __future__ import annotations
@@ -79,14 +79,12 @@ class Binding:
 class Plan:
     """How to read the arguments of one call signature (the tuple of argument types)."""
 
-    __slots__ = ("current_stream", "fast", "fast_compiled", "readers")
+    __slots__ = ("current_stream", "readers")
 
     def __init__(self, readers: tuple[Reader, ...], library: str | None) -> None:
         self.readers = readers
         # The current stream of the arguments' array library (torch, CuPy), else the default.
         self.current_stream = current_stream_of(library)
-        self.fast: Callable[..., Any] | None = None  # fastpath.py's, after the first good bind
-        self.fast_compiled = False
 
 
 class ArgumentBinder:
@@ -164,7 +162,7 @@ class ArgumentBinder:
                 or len(shape) != check.rank
                 or ptr % check.align
                 or (readonly and check.written)
-                or (check.unit_stride and strides[-1] != 1 and shape[-1] != 1)
+                or (check.unit_stride and strides[-1] != 1 and shape[-1] > 1)
             ):
                 raise LaunchError(self._tensor_problem(check, fields), check.name)
             if on is None and ptr:

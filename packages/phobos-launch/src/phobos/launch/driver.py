@@ -4,6 +4,11 @@ Every call is checked; a failure becomes a ``CudaError`` carrying the driver's n
 for the code (``CUDA_ERROR_UNSUPPORTED_PTX_VERSION``) and its description.  Handles
 (contexts, modules, functions, streams, events) travel as plain ints.
 
+The one exception is ``launch``, the bare ``cuLaunchKernelEx``: it is called on every
+launch, so it takes ctypes objects built once (no ``argtypes`` to convert through,
+which costs more than the rest of a launch's Python) and returns the CUresult for
+the caller to check.
+
 The rest of the launcher talks to the driver only through the ``Driver`` protocol
 below, so tests can stand a fake in for it on a machine without a GPU.
 """
@@ -13,7 +18,7 @@ from __future__ import annotations
 import ctypes
 import threading
 from ctypes import POINTER, byref, c_char_p, c_int, c_uint, c_uint64, c_void_p
-from typing import Protocol
+from typing import Any, Protocol
 
 from phobos.launch.errors import CudaError, DriverNotFound
 
@@ -42,6 +47,7 @@ class Driver(Protocol):
     """What the launcher asks of the CUDA driver (``CudaDriver``, or a fake in tests)."""
 
     def driver_version(self) -> int: ...
+    def error(self, call: str, code: int, detail: str = "") -> CudaError: ...
     def primary_context(self, device: int) -> int: ...
     def current_context(self) -> int: ...
     def set_current_context(self, context: int) -> None: ...
@@ -55,19 +61,10 @@ class Driver(Protocol):
     def create_event(self) -> int: ...
     def record_event(self, event: int, stream: int) -> None: ...
     def stream_wait_event(self, stream: int, event: int) -> None: ...
-    def launch_kernel(
-        self,
-        function: int,
-        grid_x: int,
-        grid_y: int,
-        grid_z: int,
-        block_x: int,
-        block_y: int,
-        block_z: int,
-        shared_memory: int,
-        stream: int,
-        kernel_params: int | None,
-    ) -> None: ...
+    def launch(self, config: Any, function: Any, kernel_params: Any, extra: None) -> int:
+        """``cuLaunchKernelEx``: a ``LaunchBlock``'s config and params, a ``c_void_p`` function."""
+        ...
+
     def synchronize(self) -> None: ...
 
 
@@ -96,19 +93,6 @@ _SIGNATURES = {
     "cuEventCreate": (POINTER(c_void_p), c_uint),
     "cuEventRecord": (c_void_p, c_void_p),
     "cuStreamWaitEvent": (c_void_p, c_void_p, c_uint),
-    "cuLaunchKernel": (
-        c_void_p,
-        c_uint,
-        c_uint,
-        c_uint,
-        c_uint,
-        c_uint,
-        c_uint,
-        c_uint,
-        c_void_p,
-        c_void_p,
-        c_void_p,
-    ),
 }
 
 
@@ -128,7 +112,14 @@ class CudaDriver:
             fn.argtypes = argtypes
             fn.restype = c_int
             self._fn[name] = fn
-        self._launch = self._fn["cuLaunchKernel"]
+        try:
+            self.launch = lib.cuLaunchKernelEx
+        except AttributeError:
+            raise DriverNotFound(
+                f"{library} has no cuLaunchKernelEx: the NVIDIA driver is older than CUDA 11.8 "
+                "(R520); update the driver"
+            ) from None
+        self.launch.restype = c_int
         self._get_current = self._fn["cuCtxGetCurrent"]
         self._context_out = threading.local()  # per thread: (c_void_p, pointer to it)
         self._call("cuInit", 0)
@@ -232,35 +223,6 @@ class CudaDriver:
 
     def stream_wait_event(self, stream: int, event: int) -> None:
         self._call("cuStreamWaitEvent", stream or None, event, 0)
-
-    def launch_kernel(
-        self,
-        function: int,
-        grid_x: int,
-        grid_y: int,
-        grid_z: int,
-        block_x: int,
-        block_y: int,
-        block_z: int,
-        shared_memory: int,
-        stream: int,
-        kernel_params: int | None,
-    ) -> None:
-        code = self._launch(
-            function,
-            grid_x,
-            grid_y,
-            grid_z,
-            block_x,
-            block_y,
-            block_z,
-            shared_memory,
-            stream,
-            kernel_params,
-            None,
-        )
-        if code:
-            raise self.error("cuLaunchKernel", code)
 
     def synchronize(self) -> None:
         self._call("cuCtxSynchronize")

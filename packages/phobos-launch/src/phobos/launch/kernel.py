@@ -3,19 +3,23 @@
 ``load_kernel`` reads the contract; the code is loaded into a device's primary
 context (the one torch and CuPy use, so the kernel runs beside them) the first time
 the kernel is launched on that device, or at once when ``device=`` is given.
-``LoadedKernel.launch`` binds the arguments, picks the stream, writes the
-parameter block in place and calls ``cuLaunchKernel``.
+
+A launch first tries ``try_launch``, the fast path compiled for the call signature,
+GPU and thread of an earlier good launch (fastpath.py).  When that cannot take the
+arguments, ``launch`` binds them with the reference binder (which explains anything
+wrong), makes the kernel's context current if another one is, launches, and
+compiles the fast path for next time.
 """
 
 from __future__ import annotations
 
+import ctypes
 import struct
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from phobos.launch.arrays import ArrayProtocolError
-from phobos.launch.binder import ArgumentBinder, Binding
+from phobos.launch.binder import ArgumentBinder, Binding, Plan
 from phobos.launch.contract import LaunchContract, read_contract
 from phobos.launch.driver import (
     CUDA_ERROR_INVALID_IMAGE,
@@ -26,25 +30,27 @@ from phobos.launch.driver import (
     shared_driver,
 )
 from phobos.launch.errors import CudaError, LaunchError
-from phobos.launch.fastpath import compile_fast_binder
-from phobos.launch.grid import MAX_GRID, Grid, call_grid, grid_dims
-from phobos.launch.params import ParameterBlock
+from phobos.launch.fastpath import FastLaunch, LaunchTarget, compile_fast_launch
+from phobos.launch.grid import Grid, call_grid, grid_dims
+from phobos.launch.params import LaunchBlock
 from phobos.launch.streams import StreamOrdering, stream_handle
 
 _DEFAULT_DYNAMIC_SMEM = 48 * 1024  # above this a kernel must opt in (cuFuncSetAttribute)
-# What the fast path may raise on arguments that the reference binder then explains.
-_RETRY_SLOWLY = (struct.error, OverflowError, ArrayProtocolError)
-_MAX_GRID_X = MAX_GRID[0]
 
 
 class _OnDevice:
     """The kernel loaded on one GPU: its primary context and function handle."""
 
-    __slots__ = ("context", "function")
+    __slots__ = ("context", "function", "handle")
 
     def __init__(self, context: int, function: int) -> None:
         self.context = context
         self.function = function
+        self.handle = ctypes.c_void_p(function)  # what cuLaunchKernelEx is handed
+
+
+def _no_fast_path(grid: Any, args: Sequence[Any], stream: Any) -> None:
+    return None
 
 
 def load_kernel(
@@ -96,8 +102,12 @@ class LoadedKernel:
         self._load_lock = threading.Lock()
         self._per_thread = threading.local()
         self._ordering: StreamOrdering | None = None
-        # The fast path of the signature last launched; it checks the argument types itself.
-        self._fast: Callable[..., Any] | None = None
+        # Fast paths by (argument types, GPU, thread); each thread's latest; None: no fast path.
+        self._fast_paths: dict[tuple[Any, ...], FastLaunch | None] = {}
+        self._fast_by_thread: dict[int, FastLaunch] = {}
+        # ``try_launch(grid, args, stream)``: the fast path of the latest good launch.  It
+        # returns 0 when it launched; anything else means: call ``launch``, which explains.
+        self.try_launch: FastLaunch = _no_fast_path
 
     def __repr__(self) -> str:
         return f"<LoadedKernel {self.name} ({self.contract.arch}, params {self.contract.params})>"
@@ -124,86 +134,87 @@ class LoadedKernel:
         library's current stream.  Raises ``LaunchError`` (nothing launched) when an
         argument does not fit; this call is also the figure for host time per launch.
         """
-        block = self._block()
-        bound = None
-        fast = self._fast
-        if fast is not None:
-            try:
-                bound = fast(args, block.write)
-            except _RETRY_SLOWLY:
-                bound = None
-        if bound is None:
-            bound = self._bind(args, block)
-        device, extents, producers, plan = bound
+        if values is None and self.try_launch(grid, args, stream) == 0:
+            return
+        self._launch_slowly(grid, args, stream, values)
+
+    def _launch_slowly(
+        self, grid: Grid, args: Sequence[Any], stream: Any, values: Mapping[str, int] | None
+    ) -> None:
+        """The reference path: bind and explain, switch contexts if needed, launch."""
+        binder = self._binder
+        plan = binder.plan(args)
+        device, extents, slot_values, producers = binder.bind(args, plan)
         if device is None or self._pinned is not None:
             device = self._device_for(device)
         on_device = self._devices.get(device) or self._loaded(device)
         if callable(grid):
             grid = call_grid(self.name, grid, self._meta(extents, values))
-        if (
-            grid.__class__ is tuple
-            and len(grid) == 1
-            and grid[0].__class__ is int
-            and 0 < grid[0] <= _MAX_GRID_X
-        ):
-            gx, gy, gz = grid[0], 1, 1
-        else:
-            dims = grid_dims(self.name, grid)
-            if dims is None:
-                return
-            gx, gy, gz = dims
+        dims = grid_dims(self.name, grid)
+        if dims is None:
+            return
         handle = plan.current_stream(device) if stream is None else stream_handle(stream)
+        block = self._block()
+        try:
+            block.fill(dims, handle, slot_values)
+        except (struct.error, OverflowError):
+            raise LaunchError(binder.unfit_problem(slot_values)) from None
+        self._launch_in_context(on_device, block, handle, producers)
+        if values is None:
+            self._use_fast_path(plan, args, device, on_device, block)
 
-        driver = self._driver
+    def _launch_in_context(
+        self, on_device: _OnDevice, block: LaunchBlock, stream: int, producers: Sequence[int]
+    ) -> None:
+        """Launch with the kernel's context current; a thread's other context is put back."""
+        driver = self.driver
         context = on_device.context
         previous = driver.current_context()
         if previous != context:
             driver.set_current_context(context)
         try:
             if producers:
-                self._stream_ordering().wait_for(context, handle, producers)
-            driver.launch_kernel(
-                on_device.function,
-                gx,
-                gy,
-                gz,
-                *self._cta,
-                self._dynamic_smem,
-                handle,
-                block.address,
-            )
+                self._stream_ordering().wait_for(context, stream, producers)
+            code = driver.launch(block.config, on_device.handle, block.kernel_params, None)
+            if code:
+                raise driver.error("cuLaunchKernelEx", code)
         finally:
-            if previous != context:
+            # A thread with no context keeps ours, so its next launches need no switch.
+            if previous not in (0, context):
                 driver.set_current_context(previous)
 
-    def _bind(self, args: Sequence[Any], block: ParameterBlock) -> tuple[Any, ...]:
-        """Bind when the last fast path did not: this signature's fast path, else the reference."""
-        plan = self._binder.plans.get(tuple(map(type, args)))
-        if plan is not None and plan.fast is not None and plan.fast is not self._fast:
-            try:
-                bound = plan.fast(args, block.write)
-            except _RETRY_SLOWLY:
-                bound = None
-            if bound is not None:
-                self._fast = plan.fast
-                return bound
-        return self._bind_slowly(args, block)
+    def _use_fast_path(
+        self,
+        plan: Plan,
+        args: Sequence[Any],
+        device: int,
+        on_device: _OnDevice,
+        block: LaunchBlock,
+    ) -> None:
+        """Make this signature's fast path (compiled once) the next launch's first try."""
+        thread = threading.get_ident()
+        key = (tuple(map(type, args)), device, thread)
+        if key in self._fast_paths:
+            fast = self._fast_paths[key]
+        else:
+            target = LaunchTarget(
+                device=device,
+                function=on_device.handle,
+                launch=self.driver.launch,
+                block=block,
+                owner=thread,
+                other_thread=self._try_other_thread,
+                meta=dict(self.contract.values),
+            )
+            fast = self._fast_paths[key] = compile_fast_launch(self._binder, plan, args, target)
+        if fast is not None:
+            self._fast_by_thread[thread] = fast
+            self.try_launch = fast
 
-    def _bind_slowly(self, args: Sequence[Any], block: ParameterBlock) -> tuple[Any, ...]:
-        """The reference binder: explains a bad launch; compiles the fast path after a good one."""
-        binder = self._binder
-        plan = binder.plan(args)
-        device, extents, slot_values, producers = binder.bind(args, plan)
-        try:
-            block.write(*slot_values)
-        except (struct.error, OverflowError):
-            raise LaunchError(binder.unfit_problem(slot_values)) from None
-        if not plan.fast_compiled:
-            plan.fast = compile_fast_binder(binder, plan, args)
-            plan.fast_compiled = True
-        if plan.fast is not None:
-            self._fast = plan.fast
-        return device, extents, producers, plan
+    def _try_other_thread(self, grid: Grid, args: Sequence[Any], stream: Any) -> int | None:
+        """``try_launch`` from a thread other than the one whose fast path it is."""
+        fast = self._fast_by_thread.get(threading.get_ident())
+        return None if fast is None else fast(grid, args, stream)
 
     def bind(self, args: Sequence[Any]) -> Binding:
         """Check ``args`` as a launch would, and say what the launch would use; launches nothing."""
@@ -212,8 +223,8 @@ class LoadedKernel:
             self._device_for(binding.device)
         return binding
 
-    def parameter_block(self) -> ParameterBlock:
-        """This thread's parameter block (what the last launch from this thread wrote)."""
+    def parameter_block(self) -> LaunchBlock:
+        """This thread's launch block (what the last launch from this thread wrote)."""
         return self._block()
 
     def load_on(self, device: int) -> None:
@@ -244,12 +255,12 @@ class LoadedKernel:
         meta.update(zip(self._binder.extent_names, extents))
         return meta
 
-    def _block(self) -> ParameterBlock:
+    def _block(self) -> LaunchBlock:
         local = self._per_thread
         try:
             return local.block
         except AttributeError:
-            local.block = ParameterBlock(self._slot_types)
+            local.block = LaunchBlock(self._slot_types, self._cta, self._dynamic_smem)
             return local.block
 
     def _stream_ordering(self) -> StreamOrdering:

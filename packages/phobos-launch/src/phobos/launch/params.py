@@ -1,9 +1,11 @@
-"""The parameter block: the bytes ``cuLaunchKernel`` reads the kernel's parameters from.
+"""The launch block: the bytes ``cuLaunchKernelEx`` reads a launch from.
 
-It is one buffer holding every slot's value at its natural alignment, and the
-``void**`` array pointing at each value.  Both are built once; a launch rewrites the
-values in place with a single ``struct.pack_into``, so the hot path allocates no
-ctypes objects.
+One buffer holds the ``CUlaunchConfig`` (grid, CTA, dynamic shared memory, stream;
+no launch attributes) followed by every parameter slot's value at its natural
+alignment, and a ``void**`` array points at each value.  All of it is built once
+per kernel and thread; a launch rewrites the grid, the stream and the values in
+place with a single ``struct.pack_into`` and hands the driver the same three
+objects, so the hot path allocates nothing and converts no arguments.
 """
 
 from __future__ import annotations
@@ -12,17 +14,30 @@ import ctypes
 import struct
 from collections.abc import Sequence
 from functools import partial
+from typing import Any
 
 from phobos.launch.dtypes import ITEMSIZE, STRUCT_CODE
 
+# CUlaunchConfig (cuda.h): gridDim x/y/z, blockDim x/y/z, sharedMemBytes (uint32 each), 4 bytes
+# of padding, hStream, then attrs (NULL) and numAttrs (0) with padding: 56 bytes, packed as zeros.
+CONFIG_FORMAT = "3I3II4xQ16x"
+CONFIG_SIZE = struct.calcsize("<" + CONFIG_FORMAT)
 
-class ParameterBlock:
-    """Slot values of one kernel's C parameters, packed where the driver reads them."""
 
-    def __init__(self, slot_types: Sequence[str]) -> None:
+class LaunchBlock:
+    """The launch configuration and the kernel's C parameters, packed where the driver reads them.
+
+    ``write(gx, gy, gz, bx, by, bz, dynamic_smem, stream, *values)`` fills it; the
+    CTA and shared-memory fields are rewritten with their (constant) values because
+    one ``pack_into`` covers the whole block.
+    """
+
+    def __init__(self, slot_types: Sequence[str], cta: Sequence[int], dynamic_smem: int) -> None:
         self.slot_types = tuple(slot_types)
+        self.cta = tuple(cta)
+        self.dynamic_smem = dynamic_smem
         offsets: list[int] = []
-        layout = "<"
+        layout = ""
         size = 0
         for dtype in self.slot_types:
             width = ITEMSIZE[dtype]
@@ -31,16 +46,27 @@ class ParameterBlock:
             size += padding
             offsets.append(size)
             size += width
+        # Offsets within the parameter values; they start 8-aligned right after the config.
         self.offsets = tuple(offsets)
         self.size = size
-        self._struct = struct.Struct(layout)
-        self._buffer = (ctypes.c_uint64 * max(1, -(-size // 8)))()
-        base = ctypes.addressof(self._buffer)
+        self._struct = struct.Struct("<" + CONFIG_FORMAT + layout)
+        self._buffer = (ctypes.c_uint64 * (-(-(CONFIG_SIZE + size) // 8)))()
+        base = ctypes.addressof(self._buffer) + CONFIG_SIZE
         self.pointers = (ctypes.c_void_p * max(1, len(offsets)))(*(base + o for o in offsets))
-        # The ``void**`` argument of ``cuLaunchKernel`` (NULL for a kernel without parameters).
-        self.address = ctypes.addressof(self.pointers) if offsets else None
-        # ``write(*values)`` packs every slot value in slot order (C-level, no Python frame).
+        # The three objects handed to cuLaunchKernelEx (kernelParams is NULL without parameters).
+        self.config = self._buffer
+        self.kernel_params = self.pointers if offsets else None
         self.write = partial(self._struct.pack_into, self._buffer, 0)
 
+    def fill(self, grid: Sequence[int], stream: int, values: Sequence[Any]) -> None:
+        """Write one launch: grid ``(x, y, z)``, the stream handle and the slot values."""
+        self.write(*grid, *self.cta, self.dynamic_smem, stream, *values)
+
+    def launch_config(self) -> tuple[tuple[int, int, int], tuple[int, int, int], int, int]:
+        """(grid, CTA, dynamic shared memory, stream) as last written."""
+        gx, gy, gz, bx, by, bz, smem, stream = struct.unpack_from("<" + CONFIG_FORMAT, self._buffer)
+        return (gx, gy, gz), (bx, by, bz), smem, stream
+
     def __bytes__(self) -> bytes:
-        return ctypes.string_at(ctypes.addressof(self._buffer), self.size)
+        """The parameter values as last written (what the kernel reads)."""
+        return ctypes.string_at(ctypes.addressof(self._buffer) + CONFIG_SIZE, self.size)
