@@ -10,10 +10,12 @@ from phobos.cache.entry import Entry, EntryInfo, Problem
 from phobos.cache.kernel import CONTRACT_FILE, CUBIN_FILE, PTX_FILE, kernel_record
 from phobos.cache.key import cache_key, canonical_json
 from phobos.cache.location import default_max_bytes, default_root
+from phobos.cache.lock import BUILD_WAIT_SECONDS
 from phobos.cache.manifest import LAYOUT_VERSION
 from phobos.cache.warn import CacheWarning
 
 __all__ = [
+    "BUILD_WAIT_SECONDS",
     "CONTRACT_FILE",
     "CUBIN_FILE",
     "LAYOUT_VERSION",

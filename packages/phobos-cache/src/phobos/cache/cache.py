@@ -1,9 +1,9 @@
 """The cache: verified entries of files and JSON records under one content key each.
 
 Policy lives here and mechanism in the stores: ``Cache`` checks keys and file names, bounds the
-size with least-recently-used eviction and falls back to memory, with one warning per process,
-when its folder cannot be written (``fallback``).  ``DiskStore`` does the atomic renames and the
-integrity check.
+size with least-recently-used eviction, lets one process build a missing entry while the others
+wait (``lock``) and falls back to memory, with one warning per process, when its folder cannot
+be written (``fallback``).  ``DiskStore`` does the atomic renames and the integrity check.
 """
 
 from __future__ import annotations
@@ -22,7 +22,9 @@ from phobos.cache.entry import Entry, EntryInfo, Problem
 from phobos.cache.fallback import MemoryOverDisk, fallback_store
 from phobos.cache.key import cache_key, check_key
 from phobos.cache.location import default_max_bytes, default_root, parse_size
+from phobos.cache.lock import BUILD_WAIT_SECONDS, Lock
 from phobos.cache.manifest import build_manifest, check_file_name
+from phobos.cache.warn import warn_build_wait
 
 RECORD_FILE = "record.json"
 EVICT_TO = 0.9  # after crossing the bound, evict down to this fraction of it
@@ -53,13 +55,19 @@ class Pruned:
 class Cache:
     """The Phobos kernel cache at ``root`` (default: ``$PHOBOS_CACHE_DIR``, else the user's
     cache folder + ``phobos``), holding at most ``max_bytes`` (default:
-    ``$PHOBOS_CACHE_MAX_BYTES``, else 2 GiB)."""
+    ``$PHOBOS_CACHE_MAX_BYTES``, else 2 GiB).  ``get_or_build`` waits at most ``build_wait``
+    seconds for another process building the same entry."""
 
     def __init__(
-        self, root: str | os.PathLike[str] | None = None, max_bytes: int | str | None = None
+        self,
+        root: str | os.PathLike[str] | None = None,
+        max_bytes: int | str | None = None,
+        *,
+        build_wait: float = BUILD_WAIT_SECONDS,
     ) -> None:
         self.root = Path(root).expanduser() if root is not None else default_root()
         self.max_bytes = _resolve_max_bytes(max_bytes)
+        self.build_wait = _check_build_wait(build_wait)
         disk = DiskStore(self.root)
         try:
             disk.open()
@@ -107,12 +115,23 @@ class Cache:
         build: Callable[[], Mapping[str, bytes]],
     ) -> tuple[Entry, bool]:
         """The entry for ``key``; on a miss, ``build()`` makes its files and they are put.
-        Returns the entry and whether ``build`` was called."""
+        Returns the entry and whether ``build`` was called here.
+
+        Processes and threads that miss the same key at once take turns on its build lock: one
+        builds, the others wait and then read its entry.  A waiter builds anyway when the
+        builder dies (the lock is released with it) or, with a ``CacheWarning``, when it has
+        waited ``build_wait`` seconds.  Where the folder cannot be locked, every caller builds."""
         _check_record(key, record)
         entry = self.get(key)
         if entry is not None:
             return entry, False
-        return self.put(key, record, build()), True
+        with self._store.build_lock(key, self.build_wait) as lock:
+            if lock is Lock.TIMED_OUT:
+                warn_build_wait(key, self.build_wait)
+            entry = self.get(key)
+            if entry is not None:
+                return entry, False
+            return self.put(key, record, build()), True
 
     def get_record(self, namespace: str, key: str) -> dict[str, Any] | None:
         """The JSON record stored by ``put_record(namespace, key, ...)``, or None."""
@@ -165,9 +184,10 @@ class Cache:
         return self._store.remove(check_key(key))
 
     def prune(self) -> Pruned:
-        """Delete what killed processes left behind, and evict least-recently-used entries
-        until the cache is within its bound."""
+        """Delete what killed processes left behind (stale folders in ``tmp``, lock files no
+        one holds), and evict least-recently-used entries until the cache is within its bound."""
         temp_folders = self._store.sweep_temp()
+        self._store.sweep_locks()
         with _totals_lock:
             _running_totals[self._totals_key], evicted = self._evict(self.max_bytes, keep=None)
         return Pruned(evicted, temp_folders)
@@ -176,6 +196,7 @@ class Cache:
         """Remove every entry; returns how many."""
         removed = sum(self._store.remove(key) for key in self.keys())
         self._store.sweep_temp()
+        self._store.sweep_locks()
         with _totals_lock:
             _running_totals.pop(self._totals_key, None)
         return removed
@@ -238,6 +259,12 @@ def _check_files(files: Mapping[str, bytes]) -> dict[str, bytes]:
             raise TypeError(f"file {name!r} must be bytes, not {type(data).__name__}")
         contents[check_file_name(name)] = bytes(data)
     return contents
+
+
+def _check_build_wait(seconds: float) -> float:
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds >= 0:
+        raise ValueError(f"build_wait must be a number of seconds >= 0, not {seconds!r}")
+    return float(seconds)
 
 
 def _resolve_max_bytes(max_bytes: int | str | None) -> int:

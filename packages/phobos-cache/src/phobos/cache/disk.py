@@ -1,9 +1,11 @@
 """The on-disk store: entries as folders under ``<root>/v1``, each renamed into place whole.
 
-Every change is one ``rename`` inside the cache root: a put stages its files in ``v1/tmp`` and
-renames the folder to ``v1/<key[:2]>/<key>``; a removal renames the entry into ``v1/tmp`` before
-deleting it.  So a reader sees a whole entry or none, and a killed process leaves only a folder
-in ``v1/tmp``, which ``sweep_temp`` deletes once it is older than ``STALE_TEMP_SECONDS``.
+Every change is one ``rename`` inside the cache root: a put stages its files in ``v1/tmp``,
+syncs them to the disk and renames the folder to ``v1/<key[:2]>/<key>``; a removal renames the
+entry into ``v1/tmp`` before deleting it.  So a reader sees a whole entry or none, even after a
+power loss, and a killed process leaves only a folder in ``v1/tmp``, which ``sweep_temp``
+deletes once it is older than ``STALE_TEMP_SECONDS``.  Build locks live in ``v1/locks``
+(``lock``).
 """
 
 from __future__ import annotations
@@ -14,11 +16,13 @@ import shutil
 import tempfile
 import time
 from collections.abc import Iterator, Mapping
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 from phobos.cache.entry import Entry, EntryInfo
 from phobos.cache.key import KEY_PATTERN
+from phobos.cache.lock import LOCK_SUFFIX, Lock, build_lock, discard_if_free
 from phobos.cache.manifest import (
     LAYOUT_VERSION,
     MANIFEST_NAME,
@@ -41,6 +45,7 @@ class DiskStore:
         self.root = root
         self.layout = root / f"v{LAYOUT_VERSION}"
         self.temp = self.layout / "tmp"
+        self.locks = self.layout / "locks"
 
     def open(self) -> None:
         """Create the folders (the root private to the user) and prove they are writable."""
@@ -48,6 +53,7 @@ class DiskStore:
             self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
             os.chmod(self.root, 0o700)
         self.temp.mkdir(parents=True, exist_ok=True)
+        self.locks.mkdir(exist_ok=True)
         probe = tempfile.mkdtemp(prefix=_TRASH_PREFIX, dir=self.temp)
         os.rmdir(probe)
 
@@ -88,11 +94,13 @@ class DiskStore:
         staged = Path(tempfile.mkdtemp(prefix=f"{_STAGE_PREFIX}{key[:16]}-", dir=self.temp))
         try:
             for name, data in files.items():
-                (staged / name).write_bytes(data)
-            (staged / MANIFEST_NAME).write_bytes(encode_manifest(manifest))
-            folder.parent.mkdir(exist_ok=True)
+                _write_synced(staged / name, data)
+            _write_synced(staged / MANIFEST_NAME, encode_manifest(manifest))
+            _sync_folder(staged)
+            _make_shard(folder.parent)
             for _ in range(3):
                 if _rename_if_absent(staged, folder):
+                    _sync_folder(folder.parent)
                     self.touch(key)
                     return Entry(key, folder, manifest, dict(files))
                 winner = self.load(key)
@@ -101,6 +109,10 @@ class DiskStore:
             raise OSError(f"could not place cache entry {key} in {folder.parent}")
         finally:
             shutil.rmtree(staged, ignore_errors=True)
+
+    def build_lock(self, key: str, wait: float) -> AbstractContextManager[Lock]:
+        """Hold ``key``'s build lock for the body, waiting at most ``wait`` seconds for it."""
+        return build_lock(self.locks / f"{key}{LOCK_SUFFIX}", wait)
 
     def touch(self, key: str) -> None:
         """Mark the entry used now: its folder's mtime is its last use."""
@@ -159,6 +171,11 @@ class DiskStore:
                 swept += 1
         return swept
 
+    def sweep_locks(self) -> int:
+        """Delete the lock files no one holds: what killed builders left.  Returns how many."""
+        locks = [item for item in _scan(self.locks) if item.name.endswith(LOCK_SUFFIX)]
+        return sum(discard_if_free(Path(item.path)) for item in locks)
+
     def _discard(self, folder: Path) -> bool:
         """Take the entry out of sight with one rename, then delete it."""
         try:
@@ -191,6 +208,39 @@ def _read_verified(key: str, folder: Path) -> tuple[dict[str, Any], dict[str, by
             raise CorruptEntry(f"cannot read {spec['name']!r}: {exc.strerror or exc}") from None
     verify_files(manifest, files)
     return manifest, files
+
+
+def _write_synced(path: Path, data: bytes) -> None:
+    """Write ``path`` and wait until its bytes are on the disk, so a power loss after the
+    entry's rename cannot leave it with empty or torn files."""
+    with open(path, "wb") as file:
+        file.write(data)
+        file.flush()
+        os.fsync(file.fileno())
+
+
+def _sync_folder(folder: Path) -> None:
+    """Make the names in ``folder`` durable; best effort, as some platforms and filesystems
+    cannot sync a folder (the entry's check still catches what a crash leaves)."""
+    try:
+        descriptor = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(descriptor)
+    except OSError:
+        pass
+    finally:
+        os.close(descriptor)
+
+
+def _make_shard(shard: Path) -> None:
+    """Create the shard folder if missing, durably, since the entry's name will be in it."""
+    try:
+        shard.mkdir()
+    except FileExistsError:
+        return
+    _sync_folder(shard.parent)
 
 
 def _rename_if_absent(staged: Path, folder: Path) -> bool:

@@ -10,12 +10,14 @@ from __future__ import annotations
 import threading
 import warnings
 from collections.abc import Iterator, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
 from phobos.cache.disk import DiskStore
 from phobos.cache.entry import Entry, EntryInfo
 from phobos.cache.location import ROOT_ENV
+from phobos.cache.lock import Lock
 from phobos.cache.memory import MemoryStore
 from phobos.cache.warn import CacheWarning
 
@@ -40,6 +42,10 @@ class MemoryOverDisk:
     def publish(self, key: str, manifest: Mapping[str, Any], files: Mapping[str, bytes]) -> Entry:
         return self.memory.publish(key, manifest, files)
 
+    def build_lock(self, key: str, wait: float) -> AbstractContextManager[Lock]:
+        """No lock: the folder cannot be written, so other processes could not see our entry."""
+        return nullcontext(Lock.UNAVAILABLE)
+
     def touch(self, key: str) -> None:
         self.memory.touch(key)
 
@@ -58,6 +64,9 @@ class MemoryOverDisk:
         return self.memory.info(key) or self.disk.info(key)
 
     def sweep_temp(self) -> int:
+        return 0
+
+    def sweep_locks(self) -> int:
         return 0
 
     def folder(self, key: str) -> Path | None:

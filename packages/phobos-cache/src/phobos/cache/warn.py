@@ -15,3 +15,12 @@ def warn_corrupt(key: str, problem: str) -> None:
         CacheWarning,
         stacklevel=4,
     )
+
+
+def warn_build_wait(key: str, seconds: float) -> None:
+    warnings.warn(
+        f"phobos cache: waited {seconds:g} s for another process to build entry {key}; "
+        "building it here as well (pass a longer Cache(build_wait=...) if builds take longer)",
+        CacheWarning,
+        stacklevel=3,
+    )
