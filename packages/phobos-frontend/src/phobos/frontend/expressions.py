@@ -86,6 +86,9 @@ class ExpressionTranslator:
                 raise self.source.reject(
                     node, f"`{node.id}` (phobos.lang) is not a value", help="use one of its names"
                 )
+            path = self.aliases.path(node)
+            if path is not None:
+                return self.lang_value(node, path)
             return ph.Name(self.identifier(node, node.id), span=span)
         if isinstance(node, ast.Attribute):
             return self.attribute(node)
@@ -150,13 +153,17 @@ class ExpressionTranslator:
 
     def attribute(self, node: ast.Attribute) -> ph.Expr:
         path = self.aliases.path(node)
-        span = self.source.span(node)
         if path is None:
             raise self.source.reject(
                 node,
                 f"the attribute `.{node.attr}` has no Phobos meaning",
                 help="Phobos values have no attributes; shapes are the names in the parameter types",
             )
+        return self.lang_value(node, path)
+
+    def lang_value(self, node: ast.Attribute | ast.Name, path: str) -> ph.Expr:
+        """A ``phobos.lang`` name used as a value: ``ph.inf``, ``ph.ctx.block.x`` (or imported)."""
+        span = self.source.span(node)
         if path == "inf":
             return ph.Name("inf", span=span)
         parts = path.split(".")

@@ -43,7 +43,7 @@ class ModuleTranslator:
     def __init__(self, source: SourceFile, tree: ast.Module) -> None:
         self.source = source
         self.tree = tree
-        self.aliases = LangAliases.of_module(tree)
+        self.aliases = LangAliases.of_module(source, tree)
         self.comments = CommentStream(source.text)
         functions = frozenset(
             stmt.name
@@ -71,7 +71,9 @@ class ModuleTranslator:
         span = Span(
             self.source.filename, 1, 1, max(len(lines), 1), len(lines[-1]) + 1 if lines else 1
         )
-        return ph.Module(tuple(items), end_comments, span=span)
+        return ph.Module(
+            tuple(items), end_comments, span=span, python_alias=self.aliases.python_alias
+        )
 
     def item(
         self, stmt: ast.stmt, leading: tuple[str, ...], next_start: Position

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from phobos.compile.check.messages import describe, shown
+from phobos.compile.check.spelling import Spelling
 from phobos.compile.diagnostics import error
 from phobos.compile.ir import nodes as ir
 from phobos.compile.syntax import ast
@@ -35,8 +36,12 @@ class AtomicOp:
     verb: str
     does: str
 
-    def signature(self, name: str, access: str) -> str:
-        return f"{name}({', '.join((access, *self.operands))})"
+    def access(self, spelling: Spelling) -> str:
+        """What it updates: a window (``t[a :+ L]``) or one element (``t[i]``)."""
+        return spelling.windows("t") if self.windows else "t[i]"
+
+    def signature(self, name: str, spelling: Spelling) -> str:
+        return spelling.call(name, self.access(spelling), *self.operands)
 
 
 ATOMICS: dict[str, AtomicOp] = {
@@ -74,20 +79,20 @@ def lower_atomic(
 ) -> ir.Variable | None:
     """Emit the atomic ``call``; with ``result``, also define a variable holding the old value."""
     op = ATOMICS[call.func]
-    access = "t[a :+ L]" if op.windows else "t[i]"
+    spelling = lw.ctx.spelling
     if len(call.args) != 1 + len(op.operands) or call.keywords:
         raise error(
             call.span,
             f"{call.func} takes a tensor access and {_count(op.operands)}",
-            help=f"write `{op.signature(call.func, access)}`",
+            help=f"write `{op.signature(call.func, spelling)}`",
         )
     target, *operands = call.args
     if not isinstance(target, ast.Subscript):
-        written = ", ".join(describe(e) for e in operands)
+        written = (describe(e) for e in operands)
         raise error(
             target.span,
             f"{call.func} {op.does} a tensor access",
-            help=f"index the tensor: `{call.func}({access}, {written})`",
+            help=f"index the tensor: `{spelling.call(call.func, op.access(spelling), *written)}`",
         )
     tensor, indices, value = lw.window_update(target, operands[-1], call.span, scope)
     if tensor.dtype not in op.dtypes:
@@ -121,18 +126,18 @@ def lower_atomic(
     return variable
 
 
-def value_error(call: ast.Call) -> Exception:
+def value_error(call: ast.Call, spelling: Spelling) -> Exception:
     """The error for an atomic used inside an expression."""
     if not gives_value(call.func):
         return error(
             call.span,
             f"{call.func} is a statement and gives no value",
-            help=f"write it on its own line: `{ATOMICS[call.func].signature(call.func, 't[a :+ L]')}`",
+            help=f"write it on its own line: `{ATOMICS[call.func].signature(call.func, spelling)}`",
         )
     return error(
         call.span,
         f"{call.func} gives the old value only as the whole value of `let`, `var` or `=`",
-        help=f"write `let old = {describe(call)}` on its own line, then use `old`",
+        help=f"write `{spelling.let('old', describe(call))}` on its own line, then use `old`",
     )
 
 

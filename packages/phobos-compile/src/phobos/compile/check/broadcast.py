@@ -7,6 +7,7 @@ leading axes with ``ExpandDims``; extent-1 axes grow with ``Broadcast``.
 
 from __future__ import annotations
 
+from phobos.compile.check.spelling import Spelling
 from phobos.compile.diagnostics import error
 from phobos.compile.ir import nodes as ir
 from phobos.compile.span import Span
@@ -21,7 +22,9 @@ def is_partial(value: ir.Expr) -> bool:
     return isinstance(value.type, ir.TileT) and value.type.partial
 
 
-def broadcast_shapes(shapes: list[tuple[int, ...]], span: Span) -> tuple[int, ...]:
+def broadcast_shapes(
+    shapes: list[tuple[int, ...]], span: Span, spelling: Spelling
+) -> tuple[int, ...]:
     """The shape all ``shapes`` broadcast to, or an error naming the two that clash."""
     rank = max(len(s) for s in shapes)
     result: list[int] = []
@@ -33,8 +36,8 @@ def broadcast_shapes(shapes: list[tuple[int, ...]], span: Span) -> tuple[int, ..
             raise error(
                 span,
                 f"tile shapes {pretty} do not broadcast (axis {axis}: {sorted(extents)})",
-                help="extents must be equal or 1; reshape with `t[:, newaxis]` or transpose "
-                "with `trans(t)`",
+                help=f"extents must be equal or 1; reshape with `t[:, {spelling.newaxis}]` or "
+                f"transpose with `{spelling.call('trans', 't')}`",
             )
         result.append(extents.pop() if extents else 1)
     return tuple(result)

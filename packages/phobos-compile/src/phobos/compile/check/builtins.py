@@ -60,16 +60,19 @@ def _tile(lw: ExprLowerer, expr: ast.Expr, scope: Scope, what: str) -> ir.Expr:
 
 def _math(lw: ExprLowerer, call: ast.Call, scope: Scope) -> Value:
     _args(call, 1, 1)
+    sp = lw.ctx.spelling
     got = lw.value(call.args[0], scope)
     if isinstance(got, Literal):
-        got = make_const(got, "f32" if call.func in FLOAT_MATH else got.default_dtype)
+        got = make_const(
+            got, "f32" if call.func in FLOAT_MATH else got.default_dtype, lw.ctx.spelling
+        )
     dtype = got.type.dtype
     ok = is_float(dtype) or (call.func == "abs" and is_int(dtype))
     if not ok:
         raise error(
             call.span,
             f"{call.func}() needs a float operand, got {shown(got.type)}",
-            help=f"cast it: `{call.func}(f32({describe(call.args[0])}))`",
+            help=f"cast it: `{sp.call(call.func, sp.call('f32', describe(call.args[0])))}`",
         )
     return ir.Math(call.func, got, got.type, call.span)
 
@@ -103,7 +106,7 @@ def _where(lw: ExprLowerer, call: ast.Call, scope: Scope) -> Value:
     shapes = [s for s in map(shape_of, (cond, a, b)) if s is not None]
     if not shapes:
         return ir.Select(cond, a, b, a.type, call.span)
-    shape = broadcast_shapes(shapes, call.span)
+    shape = broadcast_shapes(shapes, call.span, lw.ctx.spelling)
     cond, a, b = (to_shape(v, shape, v.span) for v in (cond, a, b))
     partial = any(is_partial(v) for v in (cond, a, b))
     return ir.Select(cond, a, b, ir.TileT(a.type.dtype, shape, partial), call.span)
@@ -114,8 +117,10 @@ def _reduction(lw: ExprLowerer, call: ast.Call, scope: Scope) -> Value:
         elementwise = "maximum" if call.func == "max" else "minimum"
         raise error(
             call.span,
-            f"{call.func}(t, axis=k) reduces one tile; it does not take two values",
-            help=f"for the elementwise {call.func}imum write `{elementwise}(a, b)`",
+            f"{lw.ctx.spelling.call(call.func, 't', 'axis=k')} reduces one tile; "
+            "it does not take two values",
+            help=f"for the elementwise {call.func}imum write "
+            f"`{lw.ctx.spelling.call(elementwise, 'a', 'b')}`",
         )
     _args(call, 1, 1, keywords=("axis",))
     tile = _tile(lw, call.args[0], scope, f"{call.func}()")
@@ -127,7 +132,7 @@ def _reduction(lw: ExprLowerer, call: ast.Call, scope: Scope) -> Value:
             raise error(
                 call.span,
                 f"{call.func}() of a rank-{rank} tile needs an axis",
-                help=f"write `{call.func}({describe(call.args[0])}, axis=0)`",
+                help=f"write `{lw.ctx.spelling.call(call.func, describe(call.args[0]), 'axis=0')}`",
             )
         axis = 0
     else:
@@ -173,26 +178,28 @@ def lower_dot(
         ):
             raise error(expr.span, f"dot needs 2-D tiles, got {type_name(got)}")
     a, b = operands
+    sp = lw.ctx.spelling
     assert isinstance(a, ir.Expr) and isinstance(b, ir.Expr)
     assert isinstance(a.type, ir.TileT) and isinstance(b.type, ir.TileT)
     if a.type.dtype != b.type.dtype:
         raise error(
             node.span,
             f"dot operands must share a type, got {a.type.dtype} and {b.type.dtype}",
-            help=f"cast one, e.g. `{a.type.dtype}({describe(exprs[1])})`",
+            help=f"cast one, e.g. `{sp.call(a.type.dtype, describe(exprs[1]))}`",
         )
     if a.type.dtype not in DOT_DTYPES:
         raise error(
             node.span,
             f"dot needs f16, bf16 or f32 operands, got {a.type.dtype}",
-            help=f"cast them, e.g. `f16({describe(exprs[0])})`",
+            help=f"cast them, e.g. `{sp.call('f16', describe(exprs[0]))}`",
         )
     (m, k), (k2, n) = a.type.shape, b.type.shape
     if k != k2:
         raise error(
             node.span,
             f"dot of [{m}, {k}] and [{k2}, {n}]: inner extents {k} and {k2} differ",
-            help="the first operand's columns must match the second's rows; `trans(b)` may help",
+            help="the first operand's columns must match the second's rows; "
+            f"`{sp.call('trans', 'b')}` may help",
         )
     partial = a.type.partial or b.type.partial
     if acc is None:
@@ -205,13 +212,13 @@ def lower_dot(
             raise error(
                 node.args[2].span,
                 f"dot's accumulator must be a [{m}, {n}] tile, got {shown(acc_value.type)}",
-                help=f"start it with `zeros<f32>[{m}, {n}]`",
+                help=f"start it with `{sp.zeros('f32', f'{m}, {n}')}`",
             )
         if acc_value.type.dtype not in ok_types:
             raise error(
                 node.args[2].span,
                 f"dot's accumulator must be f32 (or {a.type.dtype}), got {acc_value.type.dtype}",
-                help=f"start it with `zeros<f32>[{m}, {n}]`",
+                help=f"start it with `{sp.zeros('f32', f'{m}, {n}')}`",
             )
         partial = partial or acc_value.type.partial
     type = ir.TileT(acc_value.type.dtype, (m, n), partial)
@@ -243,14 +250,14 @@ def _fill(lw: ExprLowerer, call: ast.Call, scope: Scope) -> Value:
     if isinstance(got, Literal):
         if not literal_fits(got, dtype):
             raise error(call.args[1].span, f"a {got.describe()} cannot fill a {dtype} tile")
-        got = make_const(got, dtype, call.args[1].span)
+        got = make_const(got, dtype, lw.ctx.spelling, call.args[1].span)
     if isinstance(got.type, ir.TileT):
         raise error(call.args[1].span, "fill()'s value must be a scalar, not a tile")
     if got.type.dtype != dtype:
         raise error(
             call.args[1].span,
             f"fill() of a {dtype} tile needs a {dtype} value, got {got.type.dtype}",
-            help=f"cast it: `{dtype}({describe(call.args[1])})`",
+            help=f"cast it: `{lw.ctx.spelling.call(dtype, describe(call.args[1]))}`",
         )
     return ir.Fill(tile, got, ir.TileT(dtype, tile.type.shape), call.span)
 
@@ -262,8 +269,8 @@ def lower_cast(lw: ExprLowerer, call: ast.Call, scope: Scope) -> Value:
     got = lw.value(call.args[0], scope)
     if isinstance(got, Literal):
         if literal_fits(got, dtype):
-            return make_const(got, dtype, call.span)
-        got = make_const(got, got.default_dtype)
+            return make_const(got, dtype, lw.ctx.spelling, call.span)
+        got = make_const(got, got.default_dtype, lw.ctx.spelling)
     if got.type.dtype == dtype:
         return got
     type: ir.IRType = ir.ScalarT(dtype)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from phobos.compile.check import scope as names
 from phobos.compile.check.context import Context
 from phobos.compile.check.scope import Binding, Scope
+from phobos.compile.check.spelling import Spelling
 from phobos.compile.check.stmt import StmtLowerer
 from phobos.compile.check.types import Literal
 from phobos.compile.diagnostics import error
@@ -30,7 +31,7 @@ def module_functions(module: ast.Module) -> dict[str, ast.Function]:
 def module_scope(module: ast.Module) -> Scope:
     """The module's constants, folded; an error at the first that is not compile-time."""
     root = Scope()
-    lowerer = StmtLowerer(Context(root, module_functions(module)))
+    lowerer = StmtLowerer(Context(root, module_functions(module), Spelling.of(module)))
     for item in module.items:
         if not isinstance(item, ast.Const):
             continue

@@ -1,4 +1,4 @@
-"""The state of lowering one kernel variant: fresh names, where statements go, fns.
+"""The state of lowering one kernel variant: fresh names, where statements go, fns, spelling.
 
 Expressions may emit statements (an inlined ``fn`` body defines its parameters
 and locals before the value is used), so the lowering keeps a stack of
@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from phobos.compile.check.scope import Scope
+from phobos.compile.check.spelling import Spelling
 from phobos.compile.diagnostics import Diagnostic
 from phobos.compile.ir import nodes as ir
 from phobos.compile.span import Span
@@ -27,11 +28,14 @@ class Context:
         self,
         root: Scope,
         functions: dict[str, ast.Function],
+        spelling: Spelling,
         forced_partial: frozenset[str] = frozenset(),
         reserved: frozenset[str] = frozenset(),
     ) -> None:
         self.root = root
         self.functions = functions
+        # How help texts write code: the module's own spelling.
+        self.spelling = spelling
         self.forced_partial = forced_partial
         self.wants_partial: set[str] = set()
         # Diagnostics of statements that failed; lowering goes on with the next one.

@@ -27,11 +27,14 @@ class DebugStatements:
             self._assert(call, scope)
 
     def _trace(self, call: ast.Call, scope: Scope) -> None:
+        sp = self.ctx.spelling
+        when_first_block = f"when={sp.ctx()} == 0"
         if not call.args:
             raise error(
                 call.span,
                 "trace needs at least one value",
-                help="write `trace(x, y)`, or `trace(x, when=ctx.block.x == 0)` for one block",
+                help=f"write `{sp.call('trace', 'x', 'y')}`, or "
+                f"`{sp.call('trace', 'x', when_first_block)}` for one block",
             )
         when = None
         for keyword in call.keywords:
@@ -39,7 +42,7 @@ class DebugStatements:
                 raise error(
                     keyword.span,
                     f"trace has no argument '{keyword.name}'",
-                    help="choose the blocks that print with `when=ctx.block.x == 0`",
+                    help=f"choose the blocks that print with `{when_first_block}`",
                 )
             when = self.condition(keyword.value, scope, "trace(when=...)")
         values = [self.typed(arg, scope) for arg in call.args]
@@ -47,19 +50,14 @@ class DebugStatements:
             self.ctx.emit(ir.Trace(value, describe(arg), when, call.span))
 
     def _assert(self, call: ast.Call, scope: Scope) -> None:
+        example = f"write `{self.ctx.spelling.assertion('c', 'what went wrong')}`"
         if call.keywords or not 1 <= len(call.args) <= 2:
             raise error(
-                call.span,
-                "assert takes a condition and, optionally, a message",
-                help='write `assert(c, "what went wrong")`',
+                call.span, "assert takes a condition and, optionally, a message", help=example
             )
         message = call.args[1] if len(call.args) == 2 else None
         if message is not None and not isinstance(message, ast.StrLit):
-            raise error(
-                message.span,
-                "an assert's message must be a string literal",
-                help='write `assert(c, "what went wrong")`',
-            )
+            raise error(message.span, "an assert's message must be a string literal", help=example)
         cond = self.typed(call.args[0], scope)
         if cond.type.dtype != "bool":
             raise error(

@@ -74,7 +74,7 @@ class ExprLowerer(ABC):
     def materialise(self, value: Value) -> ir.Expr:
         """A typed value: a literal takes its default type."""
         if isinstance(value, Literal):
-            return make_const(value, value.default_dtype)
+            return make_const(value, value.default_dtype, self.ctx.spelling)
         return value
 
     def compile_time_int(self, expr: ast.Expr, scope: Scope, what: str) -> int:
@@ -86,7 +86,8 @@ class ExprLowerer(ABC):
         raise error(
             expr.span,
             f"{what} must be a compile-time integer",
-            help="use a literal, a module `const` or an `@autotune` name",
+            help=f"use a literal, a module constant ({self.ctx.spelling.const_word()}) or an "
+            f"{self.ctx.spelling.autotune_word()} name",
         )
 
     def scalar_index(self, expr: ast.Expr, scope: Scope, what: str) -> ir.Expr:
@@ -95,18 +96,19 @@ class ExprLowerer(ABC):
         if isinstance(got, Literal):
             if not got.is_int:
                 raise error(expr.span, f"{what} must be an integer, not a float literal")
-            return make_const(got, "index", expr.span)
+            return make_const(got, "index", self.ctx.spelling, expr.span)
         if isinstance(got.type, ir.TileT):
             raise error(
                 expr.span,
                 f"{what} must be a block-uniform scalar, not a {shown(got.type)}",
-                help="index with a window `a :+ L`; a tile cannot index a tensor",
+                help=f"index with a window `{self.ctx.spelling.window()}`; "
+                "a tile cannot index a tensor",
             )
         if not is_int(got.type.dtype):
             raise error(
                 expr.span,
                 f"{what} must be an integer, not {shown(got.type)}",
-                help=f"cast it: `index({describe(expr)})`",
+                help=f"cast it: `{self.ctx.spelling.call('index', describe(expr))}`",
             )
         return self.convert(got, "index", expr.span)
 
@@ -135,7 +137,8 @@ class ExprLowerer(ABC):
                 raise error(
                     span,
                     f"mismatched types {dtype} and {mine}",
-                    help=f"convert one side explicitly, e.g. `{target}({describe(culprit)})`",
+                    help="convert one side explicitly, e.g. "
+                    f"`{self.ctx.spelling.call(target, describe(culprit))}`",
                 )
             if shared != dtype:
                 owner = expr
@@ -150,11 +153,12 @@ class ExprLowerer(ABC):
                     raise error(
                         expr.span,
                         f"a {got.describe()} cannot take the type {dtype}",
-                        help=f"convert the other operand, e.g. `f32({describe(owner)})`"
+                        help="convert the other operand, e.g. "
+                        f"`{self.ctx.spelling.call('f32', describe(owner))}`"
                         if owner is not None and is_int(dtype)
-                        else f"write a {dtype} value instead",
+                        else f"write a {self.ctx.spelling.lang(dtype)} value instead",
                     )
-                out.append(make_const(got, dtype, expr.span))
+                out.append(make_const(got, dtype, self.ctx.spelling, expr.span))
             else:
                 out.append(self.convert(got, dtype, expr.span))
         return out
@@ -165,21 +169,21 @@ class ExprLowerer(ABC):
         shapes = [s for s in map(shape_of, typed) if s is not None]
         if not shapes:
             return typed
-        shape = broadcast_shapes(shapes, span)
+        shape = broadcast_shapes(shapes, span, self.ctx.spelling)
         return [to_shape(v, shape, v.span) for v in typed]
 
     # ------------------------------------------------------------------ leaves
 
     def _intlit(self, expr: ast.IntLit, scope: Scope) -> Value:
         if expr.suffix:
-            return make_const(Literal(expr.value, expr.span), expr.suffix)
+            return make_const(Literal(expr.value, expr.span), expr.suffix, self.ctx.spelling)
         return Literal(expr.value, expr.span)
 
     def _floatlit(self, expr: ast.FloatLit, scope: Scope) -> Value:
         if expr.suffix:
             if not is_float(expr.suffix):
                 raise error(expr.span, f"a float literal cannot have the suffix {expr.suffix}")
-            return make_const(Literal(expr.value, expr.span), expr.suffix)
+            return make_const(Literal(expr.value, expr.span), expr.suffix, self.ctx.spelling)
         return Literal(expr.value, expr.span)
 
     def _boollit(self, expr: ast.BoolLit, scope: Scope) -> Value:
@@ -198,16 +202,19 @@ class ExprLowerer(ABC):
         if expr.id == "inf" and scope.find("inf") is None:
             return Literal(math.inf, expr.span)
         if expr.id == "newaxis" and scope.find("newaxis") is None:
-            raise error(expr.span, "`newaxis` is only an index item", help="write `t[:, newaxis]`")
-        found = scope.lookup(expr.id, expr.span)
+            raise error(
+                expr.span,
+                "`newaxis` is only an index item",
+                help=f"write `t[:, {self.ctx.spelling.newaxis}]`",
+            )
+        found = scope.lookup(expr.id, expr.span, self.ctx.spelling)
         value = found.value
         if found.kind == names.TENSOR:
             assert isinstance(value, ir.TensorParam)
-            window = ", ".join(["a :+ L"] * value.rank)
             raise error(
                 expr.span,
                 f"the tensor '{expr.id}' is used as a value",
-                help=f"load a window of it: `{expr.id}[{window}]`",
+                help=f"load a window of it: `{self.ctx.spelling.windows(expr.id, value.rank)}`",
             )
         if found.kind == names.SCALAR:
             assert isinstance(value, ir.ScalarParam)
@@ -239,7 +246,8 @@ class ExprLowerer(ABC):
             return ir.Unary("bitnot", operand, operand.type, expr.span)
         wants = {"-": "a number", "!": "bool", "~": "an integer"}.get(expr.op, "?")
         help = "compare it instead, e.g. `x == 0`" if expr.op == "!" else None
-        raise error(expr.span, f"`{expr.op}` needs {wants}, got {shown(operand.type)}", help=help)
+        op = self.ctx.spelling.operator(expr.op)
+        raise error(expr.span, f"`{op}` needs {wants}, got {shown(operand.type)}", help=help)
 
     def _binary(self, expr: ast.Binary, scope: Scope) -> Value:
         left = self.value(expr.left, scope)
@@ -282,14 +290,16 @@ class ExprLowerer(ABC):
     def _require(self, expr: ast.Binary, dtype: str, ok: bool, wants: str) -> None:
         if ok:
             return
+        sp = self.ctx.spelling
         help = None
         if expr.op in LOGICAL:
             help = "compare to get a bool, e.g. `x != 0`"
         elif dtype == "bool":
-            help = "use `&&`, `||` or `!` on bools"
+            words = (f"`{sp.operator(op)}`" for op in ("&&", "||", "!"))
+            help = "use {}, {} or {} on bools".format(*words)
         elif expr.op in SHIFTS or expr.op in BITWISE:
-            help = f"cast to an integer type first, e.g. `i32({describe(expr.left)})`"
-        raise error(expr.span, f"`{expr.op}` needs {wants}, got {dtype}", help=help)
+            help = f"cast to an integer type first, e.g. `{sp.call('i32', describe(expr.left))}`"
+        raise error(expr.span, f"`{sp.operator(expr.op)}` needs {wants}, got {dtype}", help=help)
 
     # ------------------------------------------------------------------ calls and tiles
 
@@ -299,22 +309,31 @@ class ExprLowerer(ABC):
         if expr.func in BUILTINS:
             return BUILTINS[expr.func](self, expr, scope)
         if expr.func in ATOMICS:
-            raise value_error(expr)
+            raise value_error(expr, self.ctx.spelling)
         if expr.func in self.ctx.functions:
             result = self.inline_call(self.ctx.functions[expr.func], expr, scope)
             if result is None:
                 raise error(
                     expr.span,
                     f"fn '{expr.func}' returns no value",
-                    help="declare a result type (`-> f32`) and `return` a value",
+                    help=f"declare a result type (`-> {self.ctx.spelling.lang('f32')}`) and "
+                    "`return` a value",
                 )
             return result
-        known = [*BUILTINS, *ATOMICS, *self.ctx.functions, *ast.SCALAR_TYPES]
-        close = difflib.get_close_matches(expr.func, known, n=1)
-        raise error(
+        raise self._unknown_function(expr)
+
+    def _unknown_function(self, expr: ast.Call) -> Exception:
+        """Did-you-mean among the builtins and the module's fns, each as the user spells it."""
+        sp = self.ctx.spelling
+        spelled = {name: sp.lang(name) for name in (*BUILTINS, *ATOMICS, *ast.SCALAR_TYPES)}
+        spelled.update({name: name for name in self.ctx.functions})
+        close = difflib.get_close_matches(expr.func, list(spelled), n=1)
+        return error(
             expr.span,
-            f"unknown function '{expr.func}'",
-            help=f"did you mean '{close[0]}'?" if close else "declare it with `fn`",
+            f"unknown function '{sp.lang(expr.func)}'",
+            help=f"did you mean '{spelled[close[0]]}'?"
+            if close
+            else f"declare it with {sp.fn_word()}",
         )
 
     @abstractmethod
@@ -326,7 +345,8 @@ class ExprLowerer(ABC):
             raise error(
                 expr.span,
                 f"unknown tile constructor '{expr.kind}'",
-                help=f"start from zeros and add: `zeros<{expr.dtype.name}>[...] + v`",
+                help="start from zeros and add: "
+                f"`{self.ctx.spelling.zeros(expr.dtype.name, '...')} + v`",
             )
         dtype = expr.dtype.name
         shape = tuple(self.tile_extent(e, scope) for e in expr.shape)
@@ -364,7 +384,7 @@ class ExprLowerer(ABC):
             raise error(
                 expr.span,
                 f"'{tensor.name}' has {tensor.rank} axes but {len(expr.items)} index items",
-                help="give one item per axis: a point `i` or a window `a :+ L`",
+                help=f"give one item per axis: a point `i` or a window `{self.ctx.spelling.window()}`",
             )
         indices: list[ir.TensorIndex] = []
         shape: list[int] = []
@@ -382,20 +402,21 @@ class ExprLowerer(ABC):
                 raise error(
                     item.span,
                     "`:` and `newaxis` reshape tiles; a tensor takes points and windows",
-                    help="load a window first: `t[a :+ L]`",
+                    help=f"load a window first: `{self.ctx.spelling.windows('t')}`",
                 )
         return tuple(indices), tuple(shape)
 
     def reshape(self, base: ir.Expr, expr: ast.Subscript) -> ir.Expr:
         """``t[:, newaxis]`` on a tile: one ``:`` per axis, each ``newaxis`` a new extent-1 axis."""
         assert isinstance(base.type, ir.TileT)
+        sp = self.ctx.spelling
         full = sum(isinstance(i, ast.FullAxis) for i in expr.items)
         for item in expr.items:
             if not isinstance(item, (ast.FullAxis, ast.NewAxis)):
                 raise error(
                     item.span,
-                    "a tile can only be reshaped with `:` and `newaxis`",
-                    help="index the tensor instead, or pick lanes with `where`",
+                    f"a tile can only be reshaped with `:` and `{sp.newaxis}`",
+                    help=f"index the tensor instead, or pick lanes with `{sp.lang('where')}`",
                 )
         if full != len(base.type.shape):
             raise error(

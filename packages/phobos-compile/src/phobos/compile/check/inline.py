@@ -71,19 +71,20 @@ def _argument(
         raise error(
             param.span,
             f"fn parameter '{param.name}' has a tensor type",
-            help="fn parameters are element types (`a: f32`); pass loaded tiles",
+            help=f"fn parameters are element types (`{lw.ctx.spelling.param('a', 'f32')}`); "
+            "pass loaded tiles",
         )
     dtype = param.type.name
     got = lw.value(arg, scope)
     if isinstance(got, Literal):
         if not literal_fits(got, dtype):
             raise error(arg.span, f"a {got.describe()} cannot be passed as {dtype} '{param.name}'")
-        return make_const(got, dtype, arg.span)
+        return make_const(got, dtype, lw.ctx.spelling, arg.span)
     if got.type.dtype != dtype:
         raise error(
             arg.span,
             f"'{fn.name}' takes {dtype} for '{param.name}', got {shown(got.type)}",
-            help=f"convert it: `{dtype}({describe(arg)})`",
+            help=f"convert it: `{lw.ctx.spelling.call(dtype, describe(arg))}`",
         )
     return got
 
@@ -96,7 +97,7 @@ def _result(
             raise error(
                 last.span,
                 f"fn '{fn.name}' declares no result type but returns a value",
-                help=f"declare it: `fn {fn.name}(...) -> f32`",
+                help=f"declare it: `{lw.ctx.spelling.fn_header(fn.name, 'f32')}`",
             )
         return None
     if last is None or last.value is None:
@@ -109,12 +110,12 @@ def _result(
     if isinstance(got, Literal):
         if not literal_fits(got, dtype):
             raise error(last.value.span, f"a {got.describe()} cannot be returned as {dtype}")
-        return make_const(got, dtype, last.value.span)
+        return make_const(got, dtype, lw.ctx.spelling, last.value.span)
     if got.type.dtype != dtype:
         raise error(
             last.value.span,
             f"fn '{fn.name}' returns {dtype}, but this value is {got.type.dtype}",
-            help=f"convert it: `{dtype}({describe(last.value)})`",
+            help=f"convert it: `{lw.ctx.spelling.call(dtype, describe(last.value))}`",
         )
     return got
 

@@ -15,6 +15,7 @@ from phobos.compile.check import scope as names
 from phobos.compile.check.consts import module_functions, module_scope
 from phobos.compile.check.context import Context
 from phobos.compile.check.scope import Binding, Scope
+from phobos.compile.check.spelling import Spelling
 from phobos.compile.check.stmt import StmtLowerer
 from phobos.compile.check.tune import TuneSpace, find_kernel, space_of
 from phobos.compile.check.types import Literal
@@ -39,7 +40,7 @@ def lower(module: ast.Module, kernel: str, values: Mapping[str, int]) -> ir.Kern
     forced: frozenset[str] = frozenset()
     reserved = frozenset(_interface_names(node))
     while True:
-        ctx = Context(root, functions, forced, reserved)
+        ctx = Context(root, functions, Spelling.of(module), forced, reserved)
         lowerer = StmtLowerer(ctx)
         params, scope = _bind_params(node, root, chosen, lowerer)
         body = lowerer.block(node.body, scope)

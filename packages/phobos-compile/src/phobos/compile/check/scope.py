@@ -11,6 +11,7 @@ import difflib
 from dataclasses import dataclass
 from typing import Union
 
+from phobos.compile.check.spelling import Spelling
 from phobos.compile.check.types import Literal
 from phobos.compile.diagnostics import error
 from phobos.compile.ir import nodes as ir
@@ -61,12 +62,14 @@ class Scope:
             scope = scope.parent
         return None
 
-    def lookup(self, name: str, span: Span) -> Binding:
+    def lookup(self, name: str, span: Span, spelling: Spelling) -> Binding:
         found = self.find(name)
         if found is None:
             close = difflib.get_close_matches(name, self.visible_names(), n=1)
             help = (
-                f"did you mean '{close[0]}'?" if close else "declare it with `let` or `var` first"
+                f"did you mean '{close[0]}'?"
+                if close
+                else f"declare it with {spelling.binding_words()} first"
             )
             raise error(span, f"undefined name '{name}'", help=help)
         if found.kind == POISONED:

@@ -10,21 +10,27 @@ from phobos.compile.check.expr import ExprLowerer
 from phobos.compile.check.inline import inline_fn
 from phobos.compile.check.messages import describe, shown, type_name
 from phobos.compile.check.scope import Binding, PoisonedUse, Scope
+from phobos.compile.check.spelling import Spelling
 from phobos.compile.check.types import Literal, Value, is_int, literal_fits, make_const
 from phobos.compile.diagnostics import PhobosError, error
 from phobos.compile.ir import nodes as ir
 from phobos.compile.span import Span
 from phobos.compile.syntax import ast
 
-CANNOT_ASSIGN = {
-    names.TENSOR: "store into a window of it instead: `{name}[a :+ L] = ...`",
-    names.SCALAR: "copy it into a var first: `var {name}_v = {name}`",
-    names.EXTENT: "copy it into a var first: `var {name}_v = {name}`",
-    names.CONST: "constants never change; use a `var` for a value that does",
-    names.TUNE: "compile-time values never change; use a `var` for a value that does",
-    names.LOOP: "the loop sets it; copy it into a var to change it",
-    names.FN_PARAM: "copy it into a var first: `var {name}_v = {name}`",
-}
+
+def cannot_assign_help(kind: str, name: str, spelling: Spelling) -> str:
+    """What to write instead of assigning to the ``kind`` (a scope kind) ``name``."""
+    copy = f"copy it into a var first: `{spelling.var(name + '_v', name)}`"
+    var = spelling.lang("var")
+    return {
+        names.TENSOR: f"store into a window of it instead: `{spelling.windows(name)} = ...`",
+        names.SCALAR: copy,
+        names.EXTENT: copy,
+        names.CONST: f"constants never change; use a `{var}` for a value that does",
+        names.TUNE: f"compile-time values never change; use a `{var}` for a value that does",
+        names.LOOP: "the loop sets it; copy it into a var to change it",
+        names.FN_PARAM: copy,
+    }[kind]
 
 
 class StmtLowerer(DebugStatements, ExprLowerer):
@@ -87,18 +93,19 @@ class StmtLowerer(DebugStatements, ExprLowerer):
         if not isinstance(stmt.target, ast.Name):
             raise error(stmt.target.span, "only a variable or a tensor window can be assigned")
         name = stmt.target.id
-        found = scope.lookup(name, stmt.target.span)
+        sp = self.ctx.spelling
+        found = scope.lookup(name, stmt.target.span, sp)
         if found.kind == names.LET:
             raise error(
                 stmt.span,
                 f"cannot assign twice to '{name}': it is bound with let",
-                help=f"declare it with var: `var {name} = ...`",
+                help=f"declare it with var: `{sp.var(name)}`",
             )
         if found.kind != names.VAR:
             raise error(
                 stmt.span,
                 f"cannot assign to the {found.kind} '{name}'",
-                help=CANNOT_ASSIGN[found.kind].format(name=name),
+                help=cannot_assign_help(found.kind, name, sp),
             )
         var = found.value
         assert isinstance(var, ir.Variable)
@@ -118,7 +125,7 @@ class StmtLowerer(DebugStatements, ExprLowerer):
                 raise error(
                     call.span,
                     f"'{name}' is a {shown(var.type)}, but {call.func} gives a {type} old value",
-                    help=f"declare a new name for it: `let old = {describe(call)}`",
+                    help=f"declare a new name for it: `{self.ctx.spelling.let('old', describe(call))}`",
                 )
             return self.ctx.new_variable("old", type, False, call.span)
 
@@ -133,12 +140,12 @@ class StmtLowerer(DebugStatements, ExprLowerer):
                 raise error(
                     expr.span, f"a {got.describe()} cannot be assigned to {what} ({shown(want)})"
                 )
-            got = make_const(got, want.dtype, expr.span)
+            got = make_const(got, want.dtype, self.ctx.spelling, expr.span)
         if got.type.dtype != want.dtype:
             raise error(
                 expr.span,
                 f"{what} holds {want.dtype}, but the value is {got.type.dtype}",
-                help=f"convert it: `{want.dtype}({describe(expr)})`",
+                help=f"convert it: `{self.ctx.spelling.call(want.dtype, describe(expr))}`",
             )
         if shape_of(got) != (want.shape if isinstance(want, ir.TileT) else None):
             raise error(
@@ -160,11 +167,12 @@ class StmtLowerer(DebugStatements, ExprLowerer):
         found = scope.find(base.id) if isinstance(base, ast.Name) else None
         if found is None or found.kind != names.TENSOR:
             if isinstance(base, ast.Name):
-                scope.lookup(base.id, base.span)
+                scope.lookup(base.id, base.span, self.ctx.spelling)
             raise error(
                 target.span,
                 "only a window of a tensor parameter can be stored into",
-                help="tiles are values: build a new one, e.g. with `where(c, a, b)`",
+                help="tiles are values: build a new one, e.g. with "
+                f"`{self.ctx.spelling.call('where', 'c', 'a', 'b')}`",
             )
         tensor = found.value
         assert isinstance(tensor, ir.TensorParam)
@@ -172,7 +180,10 @@ class StmtLowerer(DebugStatements, ExprLowerer):
         got = self.element_value(tensor, value_expr, scope)
         if shape:
             value_shape = shape_of(got)
-            if value_shape is not None and broadcast_shapes([value_shape, shape], span) != shape:
+            if (
+                value_shape is not None
+                and broadcast_shapes([value_shape, shape], span, self.ctx.spelling) != shape
+            ):
                 raise error(
                     span,
                     f"a {type_name(got)} does not fit the window's shape {list(shape)}",
@@ -183,7 +194,8 @@ class StmtLowerer(DebugStatements, ExprLowerer):
             raise error(
                 span,
                 f"a {shown(got.type)} cannot be stored into one element of '{tensor.name}'",
-                help="store into a window: `t[a :+ L] = ...`, or reduce the tile first",
+                help=f"store into a window: `{self.ctx.spelling.windows('t')} = ...`, "
+                "or reduce the tile first",
             )
         return tensor, indices, got
 
@@ -193,12 +205,12 @@ class StmtLowerer(DebugStatements, ExprLowerer):
         if isinstance(got, Literal):
             if not literal_fits(got, tensor.dtype):
                 raise error(expr.span, f"a {got.describe()} cannot be stored into {tensor.dtype}")
-            got = make_const(got, tensor.dtype, expr.span)
+            got = make_const(got, tensor.dtype, self.ctx.spelling, expr.span)
         if got.type.dtype != tensor.dtype:
             raise error(
                 expr.span,
                 f"'{tensor.name}' holds {tensor.dtype}, but the value is {got.type.dtype}",
-                help=f"convert it: `{tensor.dtype}({describe(expr)})`",
+                help=f"convert it: `{self.ctx.spelling.call(tensor.dtype, describe(expr))}`",
             )
         return got
 
@@ -218,7 +230,7 @@ class StmtLowerer(DebugStatements, ExprLowerer):
         raise error(
             stmt.span,
             "this expression's value is unused",
-            help="bind it with `let x = ...` or store it into a tensor",
+            help=f"bind it with `{self.ctx.spelling.let('x')}` or store it into a tensor",
         )
 
     def _stmt_for(self, stmt: ast.For, scope: Scope) -> None:
@@ -232,7 +244,8 @@ class StmtLowerer(DebugStatements, ExprLowerer):
                 raise error(
                     expr.span,
                     f"loop bounds and step must be integer scalars, got {type_name(got)}",
-                    help="use an integer expression such as `0 .. N step BLOCK`",
+                    help="use an integer expression such as "
+                    f"`{self.ctx.spelling.loop('0', 'N', 'BLOCK')}`",
                 )
         step = values[2] if stmt.step is not None else None
         if stmt.step is not None and isinstance(step, (Literal, ir.Const)) and step.value <= 0:
@@ -270,7 +283,8 @@ class StmtLowerer(DebugStatements, ExprLowerer):
             raise error(
                 expr.span,
                 f"the condition of `{keyword}` must be a block-uniform scalar, not a {shown(got.type)}",
-                help="choose per lane with `where(c, a, b)`, or reduce the tile first",
+                help=f"choose per lane with `{self.ctx.spelling.call('where', 'c', 'a', 'b')}`, "
+                "or reduce the tile first",
             )
         if got.type.dtype != "bool":
             raise error(

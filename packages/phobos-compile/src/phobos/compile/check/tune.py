@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from phobos.compile.check.consts import module_functions, module_scope
 from phobos.compile.check.context import Context
 from phobos.compile.check.scope import Scope
+from phobos.compile.check.spelling import Spelling
 from phobos.compile.check.stmt import StmtLowerer
 from phobos.compile.diagnostics import error
 from phobos.compile.syntax import ast
@@ -72,7 +73,7 @@ def find_kernel(module: ast.Module, name: str) -> ast.Kernel:
 
 
 def space_of(kernel: ast.Kernel, root: Scope, module: ast.Module) -> TuneSpace:
-    lowerer = StmtLowerer(Context(root, module_functions(module)))
+    lowerer = StmtLowerer(Context(root, module_functions(module), Spelling.of(module)))
     choices: dict[str, tuple[int, ...]] = {}
     ranges: set[str] = set()
     for param in kernel.autotune:

@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import Union
 
+from phobos.compile.check.spelling import Spelling
 from phobos.compile.diagnostics import error
 from phobos.compile.ir import nodes as ir
 from phobos.compile.span import Span
@@ -75,8 +76,8 @@ def literal_fits(lit: Literal, dtype: str) -> bool:
     return is_float(dtype) or lit.is_int
 
 
-def make_const(lit: Literal, dtype: str, span: Span | None = None) -> ir.Const:
-    """The literal as a constant of ``dtype``; an error if it is out of the type's range."""
+def make_const(lit: Literal, dtype: str, spelling: Spelling, span: Span | None = None) -> ir.Const:
+    """The literal as a constant of ``dtype``; an error (spelled for the user) if out of range."""
     where = span or lit.span
     if is_int(dtype):
         low, high = INT_RANGES[dtype]
@@ -84,7 +85,8 @@ def make_const(lit: Literal, dtype: str, span: Span | None = None) -> ir.Const:
             raise error(
                 where,
                 f"the literal {lit.value} is out of range for {dtype} ({low} to {high})",
-                help=f"write a wider type's literal, e.g. `{lit.value}i64`, or change the operand's type",
+                help=f"write a wider type's literal, e.g. `{spelling.typed_literal(lit.value, 'i64')}`, "
+                "or change the operand's type",
             )
         return ir.Const(int(lit.value), ir.ScalarT(dtype), where)
     value = float(lit.value)
@@ -93,7 +95,8 @@ def make_const(lit: Literal, dtype: str, span: Span | None = None) -> ir.Const:
         raise error(
             where,
             f"the literal {lit.value} is out of range for {dtype} (largest finite {limit:g})",
-            help="use a wider float type such as f32 or f64, or `inf`",
+            help=f"use a wider float type such as {spelling.lang('f32')} or {spelling.lang('f64')}, "
+            f"or `{spelling.lang('inf')}`",
         )
     return ir.Const(value, ir.ScalarT(dtype), where)
 

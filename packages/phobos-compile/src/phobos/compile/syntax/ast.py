@@ -420,9 +420,18 @@ Item = Union[Const, Function, Kernel]
 
 @dataclass(frozen=True)
 class Module:
+    """A program: its items in order.
+
+    ``python_alias`` says which spelling it came in, so that help texts show code the way
+    the user writes it: None for Phobos text; for a Python module, the name it binds
+    ``phobos.lang`` to (``"ph"``), or ``""`` when it imports the names themselves.  Like a
+    span, it takes no part in equality.
+    """
+
     items: tuple[Item, ...]
     end_comments: tuple[str, ...] = _trivia()
     span: Span = _span()
+    python_alias: str | None = field(default=None, compare=False)
 
     def kernel(self, name: str) -> Kernel:
         for item in self.items:
