@@ -12,7 +12,7 @@ A decorated function is read with ``ast``, never run; see docs/writing-kernels.m
 """
 
 from phobos.compile.diagnostics import PhobosError
-from phobos.lang.kernel import Kernel, Launch, autotune, func, kernel
+from phobos.lang.kernel import Kernel, autotune, func, kernel
 from phobos.lang.names import (
     OutsideKernelError,
     abs,
@@ -62,7 +62,6 @@ from phobos.lang.names import bool_ as bool
 
 __all__ = [
     "Kernel",
-    "Launch",
     "OutsideKernelError",
     "PhobosError",
     "abs",

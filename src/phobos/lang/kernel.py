@@ -13,6 +13,7 @@ import inspect
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
+from types import FrameType
 from typing import Any
 
 from phobos.compile.diagnostics import PhobosError
@@ -59,7 +60,7 @@ class Kernel:
         self.loaded: dict[Any, Any] = {}  # (values, specialisation) → phobos.launch.LoadedKernel
         # The keywords and LoadedKernel of the last GPU launch that fixed every compile-time name.
         self.last_launch: tuple[dict[str, int], Any] | None = None
-        self._last_indexed: Launch | None = None  # kernel[grid] of the last grid, made once
+        self._last_indexed: Any = None  # kernel[grid] of the last grid, made once
 
     def __repr__(self) -> str:
         return f"<phobos kernel {self.name} from {self.file}>"
@@ -118,14 +119,14 @@ class Kernel:
             warn_races(self._variants[key])
         return self._variants[key]
 
-    def __getitem__(self, grid: Grid) -> Launch:
+    def __getitem__(self, grid: Grid) -> Callable[..., None]:
         launch = self._last_indexed
         if launch is not None and (
             launch.grid is grid
             or (grid.__class__ is tuple and launch.grid.__class__ is tuple and launch.grid == grid)
         ):
             return launch
-        launch = self._last_indexed = Launch(self, grid)
+        launch = self._last_indexed = launcher(self, grid)
         return launch
 
     def compile(self, arch: str = "sm_90", **values: int) -> Any:
@@ -169,54 +170,72 @@ class Kernel:
             return tuning.tune(self, grid, args, fixed, arrays.placement(args), options)
 
 
-class Launch:
-    """``kernel[grid]``: call it with the kernel's arguments (and optional keywords)."""
+def launcher(kernel: Kernel, grid: Grid) -> Callable[..., None]:
+    """``kernel[grid]``: a function of the kernel's arguments (and optional keywords) that launches.
 
-    __slots__ = ("grid", "kernel")
+    A closure rather than an object with ``__call__``: the steady-state launch is the
+    figure for host time per launch, and calling a function is the cheapest call.
+    """
 
-    def __init__(self, kernel: Kernel, grid: Grid) -> None:
-        self.kernel = kernel
-        self.grid = grid
+    def launch(*args: Any, stream: Any = None, race_check: bool = False, **values: int) -> None:
+        last = kernel.last_launch
+        if (
+            last is not None
+            and not race_check
+            and last[0] == values
+            and last[1].try_launch(grid, args, stream) == 0
+        ):
+            return  # the steady state: the same fixed variant on GPU arrays, its fast path
+        launch_fully(kernel, grid, args, stream, race_check, values, sys._getframe(1))
 
-    def __call__(
-        self, *args: Any, stream: Any = None, race_check: bool = False, **values: int
-    ) -> None:
-        k = self.kernel
-        last = k.last_launch
-        if last is not None and not race_check and last[0] == values:
-            # The steady state: the same fixed variant on GPU arrays again.  Its fast path
-            # checks every argument; what it cannot take goes to the launcher's reference
-            # path, and what that refuses to the full path below, which either picks a
-            # variant that fits or raises the launcher's message.
-            loaded = last[1]
-            if loaded.try_launch(self.grid, args, stream) == 0:
-                return
-            try:
-                loaded.launch(self.grid, args, stream=stream)
-                return
-            except LaunchError:
-                pass
-        where = arrays.placement(args)
-        with user_facing():
-            variant = choose_variant(k, self.grid, args, values, where)
-        if where == "host":
-            with user_facing():
-                ir = k.lower(variant)
-                from phobos.compile.interp import run
+    launch.grid = grid  # type: ignore[attr-defined]
+    return launch
 
-                grid = resolve_grid(self.grid, extents_of(ir, args), variant)
-                run(ir, grid, [arrays.host_view(a) for a in args], race_check=race_check)
+
+def launch_fully(
+    kernel: Kernel,
+    grid: Grid,
+    args: Sequence[Any],
+    stream: Any,
+    race_check: bool,
+    values: dict[str, int],
+    caller: FrameType,
+) -> None:
+    """Every launch the fast path did not take: pick the variant, then interpret or launch it.
+
+    The last variant's reference path comes first (it takes what its fast path could
+    not, such as another thread's first launch); what it refuses goes on to choose a
+    variant that fits, or raises the launcher's message at the caller's line.
+    """
+    last = kernel.last_launch
+    if last is not None and not race_check and last[0] == values:
+        try:
+            last[1].launch(grid, args, stream=stream)
             return
-        from phobos.lang import gpu
-
+        except LaunchError:
+            pass
+    where = arrays.placement(args)
+    with user_facing():
+        variant = choose_variant(kernel, grid, args, values, where)
+    if where == "host":
         with user_facing():
-            if race_check:
-                gpu.race_check(k, self.grid, args, variant)
-            try:
-                loaded = gpu.launch(k, self.grid, args, variant, stream=stream)
-            except LaunchError as exc:
-                raise located_launch_error(k, exc, call_site(sys._getframe(1))) from None
-        k.last_launch = (values, loaded) if set(values) >= set(k.space.names) else None
+            ir = kernel.lower(variant)
+            from phobos.compile.interp import run
+
+            dims = resolve_grid(grid, extents_of(ir, args), variant)
+            run(ir, dims, [arrays.host_view(a) for a in args], race_check=race_check)
+        return
+    from phobos.lang import gpu
+
+    with user_facing():
+        if race_check:
+            gpu.race_check(kernel, grid, args, variant)
+        try:
+            loaded = gpu.launch(kernel, grid, args, variant, stream=stream)
+        except LaunchError as exc:
+            raise located_launch_error(kernel, exc, call_site(caller)) from None
+    fixes_all = set(values) >= set(kernel.space.names)
+    kernel.last_launch = (values, loaded) if fixes_all else None
 
 
 def extents_of(ir: Any, args: Sequence[Any]) -> dict[str, int]:
@@ -250,4 +269,4 @@ def resolve_grid(
     return dims
 
 
-__all__ = ["Kernel", "Launch", "PhobosError", "autotune", "func", "kernel"]
+__all__ = ["Kernel", "PhobosError", "autotune", "func", "kernel", "launcher"]
