@@ -86,8 +86,8 @@ class ExprLowerer(ABC):
         raise error(
             expr.span,
             f"{what} must be a compile-time integer",
-            help=f"use a literal, a module constant ({self.ctx.spelling.const_word()}) or an "
-            f"{self.ctx.spelling.autotune_word()} name",
+            help=f"use a literal, a module `{self.ctx.spelling.lang('const')}` or an "
+            f"`@{self.ctx.spelling.lang('autotune')}` name",
         )
 
     def scalar_index(self, expr: ast.Expr, scope: Scope, what: str) -> ir.Expr:
@@ -156,7 +156,7 @@ class ExprLowerer(ABC):
                         help="convert the other operand, e.g. "
                         f"`{self.ctx.spelling.call('f32', describe(owner))}`"
                         if owner is not None and is_int(dtype)
-                        else f"write a {self.ctx.spelling.lang(dtype)} value instead",
+                        else f"write a {dtype} value instead",
                     )
                 out.append(make_const(got, dtype, self.ctx.spelling, expr.span))
             else:

@@ -104,19 +104,9 @@ class Spelling:
         """A scalar parameter: ``a: f32`` / ``a: ph.f32``."""
         return f"{name}: {self.lang(dtype)}"
 
-    def const_word(self) -> str:
-        """How prose names a module constant's declaration."""
-        return f"`C: {self.lang('const')} = ...`" if self.is_python else "`const`"
-
-    def autotune_word(self) -> str:
-        return f"`@{self.lang('autotune')}`"
-
     def assertion(self, cond: str, message: str) -> str:
         """A device assert: ``assert(c, "m")`` / ``assert c, "m"``."""
         return f'assert {cond}, "{message}"' if self.is_python else f'assert({cond}, "{message}")'
 
     def ctx(self, group: str = "block", axis: str = "x") -> str:
         return f"{self.lang('ctx')}.{group}.{axis}"
-
-
-PHOBOS = Spelling()
