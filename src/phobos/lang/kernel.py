@@ -186,7 +186,8 @@ def launcher(kernel: Kernel, grid: Grid) -> Callable[..., None]:
             and last[1].try_launch(grid, args, stream) == 0
         ):
             return  # the steady state: the same fixed variant on GPU arrays, its fast path
-        launch_fully(kernel, grid, args, stream, race_check, values, sys._getframe(1))
+        with user_facing():  # a PhobosError shows the caller's frame, not this one
+            launch_fully(kernel, grid, args, stream, race_check, values, sys._getframe(1))
 
     launch.grid = grid  # type: ignore[attr-defined]
     return launch
