@@ -89,3 +89,24 @@ def test_wrong_argument_count(torch):
     with pytest.raises(Exception) as e:
         saxpy[GRID](x, x, 2.0)
     _refused(str(e.value), "4", "3")
+
+
+def test_refusal_after_the_steady_state_is_located_at_the_launch_line(torch):
+    """A bad launch after good ones (the fast path active) names the call line and the declaration."""
+    import phobos.lang as ph
+
+    x, y = torch.randn(100, device="cuda"), torch.randn(100, device="cuda")
+    out = torch.empty_like(x)
+    for _ in range(3):
+        saxpy[(1,)](x, y, out, 2.0, BLOCK=128)
+    assert saxpy.last_launch[1].try_launch((1,), (x, y, out, 2.0), None) == 0
+    half = torch.randn(100, device="cuda", dtype=torch.float16)
+    with pytest.raises(ph.PhobosError) as info:
+        saxpy[(1,)](x, half, out, 2.0, BLOCK=128)  # the launch line
+    rendered = str(info.value)
+    assert rendered.splitlines()[0].startswith(f"{__file__}:")
+    assert "y: expected a f32 tensor, got f16" in rendered
+    assert "saxpy[(1,)](x, half, out, 2.0, BLOCK=128)  # the launch line" in rendered
+    assert "note: 'y' is declared here" in rendered
+    torch.cuda.synchronize()
+    torch.testing.assert_close(out, 2.0 * x + y)
