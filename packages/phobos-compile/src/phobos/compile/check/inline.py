@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from phobos.compile.check import scope as names
 from phobos.compile.check.messages import describe, shown
 from phobos.compile.check.scope import Binding, Scope
+from phobos.compile.check.spelling import Spelling
 from phobos.compile.check.types import Literal, Value, literal_fits, make_const
 from phobos.compile.diagnostics import Diagnostic, Note, PhobosError, error
 from phobos.compile.ir import nodes as ir
@@ -39,8 +40,21 @@ def inline_fn(lw: StmtLowerer, fn: ast.Function, call: ast.Call, scope: Scope) -
             call.span,
             f"fn '{fn.name}' takes {len(fn.params)} arguments, got {len(call.args)}",
         )
-    fn_scope = ctx.root.child()
     args = [_argument(lw, p, a, scope, fn) for p, a in zip(fn.params, call.args)]
+    errors_before = len(ctx.errors)
+    try:
+        return lower_body(lw, fn, args)
+    except PhobosError as failure:
+        raise PhobosError(*_called_from(failure.diagnostics, fn, call)) from None
+    finally:
+        # Errors recorded in the fn's nested blocks name the call too.
+        ctx.errors[errors_before:] = _called_from(ctx.errors[errors_before:], fn, call)
+
+
+def lower_body(lw: StmtLowerer, fn: ast.Function, args: Sequence[ir.Expr]) -> Value | None:
+    """Emit ``fn``'s body with its parameters bound to ``args``; the value it returns."""
+    ctx = lw.ctx
+    fn_scope = ctx.root.child()
     for param, arg in zip(fn.params, args):
         var = ctx.new_variable(param.name, arg.type, False, param.span)
         ctx.emit(ir.Define(var, arg, param.span))
@@ -49,32 +63,32 @@ def inline_fn(lw: StmtLowerer, fn: ast.Function, call: ast.Call, scope: Scope) -
     last = body.pop() if body and isinstance(body[-1], ast.Return) else None
     ctx.fn_stack.append(fn.name)
     was_in_fn, lw.in_fn = lw.in_fn, True
-    errors_before = len(ctx.errors)
     try:
         inner = fn_scope.child()
         for stmt in body:
             lw.statement(stmt, inner)
-        return _result(lw, fn, last, inner, call)
-    except PhobosError as failure:
-        raise PhobosError(*_called_from(failure.diagnostics, fn, call)) from None
+        return _result(lw, fn, last, inner)
     finally:
-        # Errors recorded in the fn's nested blocks name the call too.
-        ctx.errors[errors_before:] = _called_from(ctx.errors[errors_before:], fn, call)
         ctx.fn_stack.pop()
         lw.in_fn = was_in_fn
+
+
+def param_dtype(param: ast.Param, spelling: Spelling) -> str:
+    """A fn parameter's element type; an error at a parameter declared as a tensor."""
+    if not isinstance(param.type, ast.ScalarType):
+        raise error(
+            param.span,
+            f"fn parameter '{param.name}' has a tensor type",
+            help=f"fn parameters are element types (`{spelling.param('a', 'f32')}`); "
+            "pass loaded tiles",
+        )
+    return param.type.name
 
 
 def _argument(
     lw: StmtLowerer, param: ast.Param, arg: ast.Expr, scope: Scope, fn: ast.Function
 ) -> ir.Expr:
-    if not isinstance(param.type, ast.ScalarType):
-        raise error(
-            param.span,
-            f"fn parameter '{param.name}' has a tensor type",
-            help=f"fn parameters are element types (`{lw.ctx.spelling.param('a', 'f32')}`); "
-            "pass loaded tiles",
-        )
-    dtype = param.type.name
+    dtype = param_dtype(param, lw.ctx.spelling)
     got = lw.value(arg, scope)
     if isinstance(got, Literal):
         if not literal_fits(got, dtype):
@@ -90,7 +104,7 @@ def _argument(
 
 
 def _result(
-    lw: StmtLowerer, fn: ast.Function, last: ast.Return | None, scope: Scope, call: ast.Call
+    lw: StmtLowerer, fn: ast.Function, last: ast.Return | None, scope: Scope
 ) -> Value | None:
     if fn.result is None:
         if last is not None and last.value is not None:

@@ -2,7 +2,8 @@
 
 ``lower`` validates the variant's values against the ``@autotune`` space, binds
 the parameters and named extents, lowers the body, and repeats while some
-``var`` tile turns out to receive partial tiles (see ``Context``).
+``var`` tile turns out to receive partial tiles (see ``Context``).  Both ``lower``
+and ``check_module`` also check the fns no kernel calls (see ``uncalled``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from phobos.compile.check.spelling import Spelling
 from phobos.compile.check.stmt import StmtLowerer
 from phobos.compile.check.tune import TuneSpace, find_kernel, space_of
 from phobos.compile.check.types import Literal
+from phobos.compile.check.uncalled import check_uncalled
 from phobos.compile.diagnostics import Diagnostic, PhobosError, error
 from phobos.compile.ir import nodes as ir
 from phobos.compile.syntax import ast
@@ -31,8 +33,25 @@ WARP = 32
 
 
 def lower(module: ast.Module, kernel: str, values: Mapping[str, int]) -> ir.Kernel:
-    """Check ``kernel`` and specialise it to one variant of its ``@autotune`` space."""
+    """Check ``kernel`` and specialise it to one variant of its ``@autotune`` space.
+
+    The module's fns that no kernel calls are checked too, so a mistake in one is
+    an error before any kernel calls it.
+    """
     root = module_scope(module)
+    try:
+        lowered = _lower_kernel(module, root, kernel, values)
+    except PhobosError as failure:
+        raise PhobosError(*failure.diagnostics, *check_uncalled(module, root)) from None
+    unchecked = check_uncalled(module, root)
+    if unchecked:
+        raise PhobosError(*unchecked)
+    return lowered
+
+
+def _lower_kernel(
+    module: ast.Module, root: Scope, kernel: str, values: Mapping[str, int]
+) -> ir.Kernel:
     node = find_kernel(module, kernel)
     space = space_of(node, root, module)
     chosen = _validate(node, space, values)
@@ -52,7 +71,8 @@ def lower(module: ast.Module, kernel: str, values: Mapping[str, int]) -> ir.Kern
 
 
 def check_module(module: ast.Module) -> None:
-    """Lower every kernel at its default variant; one error carrying every diagnostic."""
+    """Lower every kernel at its default variant and check the uncalled fns; one error
+    carrying every diagnostic."""
     root = module_scope(module)
     found: list[Diagnostic] = []
     seen: set[str] = set()
@@ -63,9 +83,10 @@ def check_module(module: ast.Module) -> None:
         seen.add(item.name)
     for node in module.kernels:
         try:
-            lower(module, node.name, space_of(node, root, module).default())
+            _lower_kernel(module, root, node.name, space_of(node, root, module).default())
         except PhobosError as failure:
             found += failure.diagnostics
+    found += check_uncalled(module, root)
     if found:
         raise PhobosError(*found)
 
