@@ -211,3 +211,29 @@ def test_a_second_process_reuses_the_result_without_running_a_variant(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert int(done.stdout.split()[-1]) == first["BLOCK"]
+
+
+def test_the_in_process_choice_is_kept_per_device(monkeypatch):
+    """Arrays on two GPUs tune twice; the same GPU again reuses its choice."""
+    from phobos.lang import gpu
+
+    class OnDevice:
+        def __init__(self, device: int) -> None:
+            self.shape = (100,)
+            self.dtype = "float32"
+            self.device = device
+
+    tuned = []
+
+    def fake_tune(kernel, grid, args, fixed, where, options=None):
+        tuned.append(args[0].device)
+        return {"BLOCK": 16 * len(tuned)}
+
+    monkeypatch.setattr(tuning, "tune", fake_tune)
+    monkeypatch.setattr(gpu, "device_of", lambda args: args[0].device)
+    fresh = ph.kernel(scale_bug32.__wrapped__)
+    first = tuning.choose_variant(fresh, cdiv_grid, [OnDevice(0)], {}, "device")
+    second = tuning.choose_variant(fresh, cdiv_grid, [OnDevice(1)], {}, "device")
+    again = tuning.choose_variant(fresh, cdiv_grid, [OnDevice(0)], {}, "device")
+    assert tuned == [0, 1]
+    assert (first, second, again) == ({"BLOCK": 16}, {"BLOCK": 32}, {"BLOCK": 16})

@@ -154,10 +154,17 @@ def _options(**overrides: Any) -> Options:
 
 
 def _signature(args: Sequence[Any], fixed: Mapping[str, int]) -> tuple[Any, ...]:
-    """What a launch's key depends on, cheap to compute (shapes and dtypes as given)."""
+    """What a launch's key depends on, cheap to compute: shapes, dtypes and the GPU.
+
+    The GPU is part of it because the best variant differs between chips: a process
+    with an H100 and an A100 tunes once for each.
+    """
+    from phobos.lang.gpu import device_of
+
     signature: list[Any] = [
         (type(a), a.shape, a.dtype) if hasattr(a, "shape") else type(a) for a in args
     ]
+    signature.append(device_of(args))
     if fixed:
         signature.append(tuple(sorted(fixed.items())))
     return tuple(signature)
