@@ -418,3 +418,11 @@ def test_threads_launch_through_their_own_fast_paths(saxpy, driver, fakes):
     assert block_bytes(saxpy) == struct.pack(
         "<QQQif", BASE, BASE + 0x1000, BASE + 0x2000, 1000, 2.0
     )
+
+
+def test_a_stream_handle_out_of_range_is_refused(saxpy, driver, fakes):
+    saxpy.launch((1,), saxpy_args(fakes))
+    for handle in (-1, 2**64):
+        with pytest.raises(LaunchError, match=f"stream={handle} is not a CUstream handle"):
+            saxpy.launch((1,), saxpy_args(fakes), stream=handle)
+    assert len(driver.launches) == 1

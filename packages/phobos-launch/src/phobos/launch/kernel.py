@@ -154,6 +154,8 @@ class LoadedKernel:
         if dims is None:
             return
         handle = plan.current_stream(device) if stream is None else stream_handle(stream)
+        if not 0 <= handle < 2**64:
+            raise LaunchError(f"{self.name}: stream={handle} is not a CUstream handle")
         block = self._block()
         try:
             block.fill(dims, handle, slot_values)
