@@ -1,0 +1,144 @@
+"""What the code generator makes of tutorial 03's matmul variants, read from their SASS.
+
+No GPU: per variant it generates the CUDA, compiles it for sm_90 (NVRTC, then ptxas
+through nvJitLink), disassembles the cubin with nvdisasm (the ``nvidia-cuda-nvdisasm``
+wheel) and prints ptxas' registers and spills, the shared memory a block asks for, the
+CTAs that fit on an SM, and the instruction mix of the matmul k-loop: the innermost
+backward branch whose body holds ``HMMA``, with counts per k-step of 16 (one
+``m16n8k16`` depth), so changes to the dot path are measurable without a GPU.
+Run: ``python -m benchmarks.inspect_dot [--sass NAME=V,...]``; ``--sass`` prints that
+variant's k-loop.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+from benchmarks.common import ROOT
+from phobos.compile.pipeline import compile_kernel, parse_file
+from phobos.compile.syntax import ast
+
+ARCH = "sm_90"
+MATMUL = ROOT / "examples" / "matmul.ph"
+REGISTERS_PER_SM = 65536
+SHARED_PER_SM = 228 * 1024
+SHARED_PER_CTA_RESERVED = 1024
+
+# The variants tutorial 03 tunes over (GROUP_M=8, no activation).
+VARIANTS = [
+    {"BM": bm, "BN": bn, "BK": bk, "GROUP_M": 8, "NUM_THREADS": threads, "ACTIVATION": 0}
+    for bm in (128, 64)
+    for bn in (128, 64)
+    for bk in (64, 32)
+    for threads in (256, 128)
+]
+
+# Mnemonic prefixes counted in the k-loop, in the order they are printed.
+KINDS = ("HMMA", "LDSM", "LDS", "LDGSTS", "LDGDEPBAR", "DEPBAR", "BAR", "STS", "LDG")
+
+_INSTRUCTION = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)")
+_BRANCH = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P\w+\s+)?BRA\s+(?:\w+\s+)?`?\(?\.?(\w+)")
+_LABEL = re.compile(r"^\.(L_x_\d+):")
+
+
+def nvdisasm() -> Path:
+    """The nvdisasm binary of the ``nvidia-cuda-nvdisasm`` wheel."""
+    import nvidia
+
+    for root in nvidia.__path__:
+        found = sorted(Path(root).glob("**/bin/nvdisasm"))
+        if found:
+            return found[0]
+    raise SystemExit("nvdisasm not found: pip install nvidia-cuda-nvdisasm")
+
+
+def sass_of(cubin: bytes) -> list[str]:
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        text = subprocess.run(
+            [str(nvdisasm()), "-c", f.name], capture_output=True, text=True, check=True
+        ).stdout
+    return text.splitlines()
+
+
+def k_loop(lines: list[str]) -> list[str]:
+    """The innermost loop (a label and a later branch back to it) that holds ``HMMA``."""
+    labels: dict[str, int] = {}
+    loops = []
+    for number, line in enumerate(lines):
+        label = _LABEL.match(line.strip())
+        if label:
+            labels[label.group(1)] = number
+        branch = _BRANCH.search(line)
+        if branch and branch.group(2) in labels:
+            body = lines[labels[branch.group(2)] : number + 1]
+            if any(" HMMA" in b for b in body):
+                loops.append(body)
+    if not loops:
+        return []
+    return min(loops, key=len)
+
+
+def mix(body: list[str]) -> Counter[str]:
+    counts: Counter[str] = Counter()
+    for line in body:
+        found = _INSTRUCTION.search(line)
+        if not found:
+            continue
+        opcode = found.group(2)
+        counts["total"] += 1
+        for kind in KINDS:
+            if opcode == kind or opcode.startswith(kind + "."):
+                counts[kind] += 1
+                break
+    return counts
+
+
+def ctas_per_sm(registers: int, threads: int, shared: int) -> int:
+    by_registers = REGISTERS_PER_SM // (max(registers, 1) * threads)
+    by_shared = SHARED_PER_SM // (shared + SHARED_PER_CTA_RESERVED) if shared else 32
+    return min(by_registers, by_shared, 2048 // threads)
+
+
+def describe(values: dict[str, int], module: ast.Module) -> tuple[str, list[str]]:
+    compiled = compile_kernel(module, "matmul", values, arch=ARCH, verbose=True)
+    res = compiled.resources
+    shared = compiled.contract.dynamic_smem + compiled.contract.static_smem
+    body = k_loop(sass_of(compiled.cubin))
+    counts = mix(body)
+    steps = values["BK"] // 16
+    per_step = " ".join(f"{kind} {counts[kind] / steps:g}" for kind in KINDS if counts[kind])
+    label = ",".join(f"{k}={v}" for k, v in values.items() if k not in ("GROUP_M", "ACTIVATION"))
+    fits = ctas_per_sm(res.registers, values["NUM_THREADS"], shared)
+    line = (
+        f"{label}: {res.registers} regs, spill {res.spill_stores}/{res.spill_loads} B, "
+        f"smem {shared // 1024} KiB, {fits} CTA/SM | k-loop {counts['total']} instr; "
+        f"per k16: {per_step}"
+    )
+    return line, body
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--sass", help="print one variant's k-loop: NAME=V,NAME=V")
+    args = parser.parse_args()
+    module = parse_file(MATMUL)
+    if args.sass:
+        chosen = {k: int(v) for k, v in (item.split("=") for item in args.sass.split(","))}
+        values = {**VARIANTS[0], **chosen}
+        line, body = describe(values, module)
+        print("\n".join(body))
+        print(line)
+        return
+    for values in VARIANTS:
+        print(describe(values, module)[0], flush=True)
+
+
+if __name__ == "__main__":
+    main()
