@@ -89,7 +89,7 @@ def mix(body: list[str]) -> Counter[str]:
     counts: Counter[str] = Counter()
     for line in body:
         found = _INSTRUCTION.search(line)
-        if not found:
+        if not found or "@!PT" in line:
             continue
         opcode = found.group(2)
         counts["total"] += 1

@@ -392,7 +392,8 @@ def test_dot_runs_on_the_tensor_cores_and_keeps_the_accumulator_in_registers(dty
         == per_thread
     )
     assert "cp.async.cg.shared.global" in ptx  # window loads go straight to shared memory
-    assert "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16" in ptx
+    assert "ldmatrix.sync.aligned.m8n8.x4.shared.b16" in ptx  # a fragments
+    assert "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in ptx  # two b fragments at once
     # the accumulator fragments are stored as they are: pairs of columns, 8-byte vectors
     assert "staged" not in source[source.index('#line 9 "kernel.ph"') :]
     assert count(r"st\.global\.v2\.f32", ptx) > 0

@@ -161,17 +161,21 @@ unsigned short emulated_rows[1024][8];
 namespace phobos {
 void copy_async_16(void* shared, const void* global) { std::memcpy(shared, global, 16); }
 void copy_async_wait() {}
-void load_matrix_x2_trans(unsigned (&r)[2], const void* row) {
+template <int N, bool TRANS> void emulated_load_matrix(unsigned (&r)[N], const void* row) {
     unsigned t = threadIdx.x, base = t & ~31u, lane = t & 31u;
     std::memcpy(emulated_rows[t], row, 16);
     emulated_warp_barriers[t / 32]->arrive_and_wait();
-    for (int j = 0; j < 2; ++j) {
-        const unsigned short* low = emulated_rows[base + j * 8 + (lane % 4) * 2];
-        const unsigned short* high = emulated_rows[base + j * 8 + (lane % 4) * 2 + 1];
-        r[j] = unsigned(low[lane / 4]) | (unsigned(high[lane / 4]) << 16);
+    for (int j = 0; j < N; ++j) {
+        const unsigned short (*rows)[8] = emulated_rows + base + j * 8;
+        unsigned low = TRANS ? rows[(lane % 4) * 2][lane / 4] : rows[lane / 4][(lane % 4) * 2];
+        unsigned high = TRANS ? rows[(lane % 4) * 2 + 1][lane / 4] : rows[lane / 4][(lane % 4) * 2 + 1];
+        r[j] = low | (high << 16);
     }
     emulated_warp_barriers[t / 32]->arrive_and_wait();
 }
+void load_matrix_x2_trans(unsigned (&r)[2], const void* row) { emulated_load_matrix<2, true>(r, row); }
+void load_matrix_x4(unsigned (&r)[4], const void* row) { emulated_load_matrix<4, false>(r, row); }
+void load_matrix_x4_trans(unsigned (&r)[4], const void* row) { emulated_load_matrix<4, true>(r, row); }
 template <> void mma_16816<f16>(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
     emulated_mma<f16>(d, a, b);
 }

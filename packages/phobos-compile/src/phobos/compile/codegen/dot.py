@@ -8,11 +8,11 @@ group is copied lane by lane with zeros for absent lanes); any other operand is
 computed into registers and written to shared memory.
 
 With f16 or bf16 operands, an f32 accumulator and extents that ``m16n8k16``
-tiles, each warp then loads its fragments (``a`` as 32-bit words, ``b`` with
-``ldmatrix.trans``) and issues one ``mma.sync`` per 16x8 tile and k-step; the
-result stays in the accumulator fragments (``MmaLayout``), so a ``for`` loop
-that carries ``acc = dot(a, b, acc)`` keeps it in registers from one iteration
-to the next.  Other dtypes and shapes take a plain loop over k per result lane.
+tiles, each warp then loads its fragments with ``ldmatrix`` (``b``
+transposed) and issues one ``mma.sync`` per 16x8 tile and k-step; the result
+stays in the accumulator fragments (``MmaLayout``), so a ``for`` loop that
+carries ``acc = dot(a, b, acc)`` keeps it in registers from one iteration to
+the next.  Other dtypes and shapes take a plain loop over k per result lane.
 
 Absent lanes of ``a`` and ``b`` are staged as zeros.  A result lane is absent
 only when no k has both ``a[m, k]`` and ``b[k, n]`` present (and where ``acc``
@@ -312,68 +312,88 @@ def _mma(
     (``t = r * warps + warp``) sit in rows known at compile time and columns
     ``warp`` apart, so the k-step loads each row's ``a`` fragment and each
     column's ``b`` fragment once and reuses them across the warp's tiles.
+    A row's ``a`` fragment is one ``ldmatrix.x4``; two columns' ``b`` fragments
+    are one ``ldmatrix.x4.trans``.
     """
     warps = ctx.threads // 32
     per_row = layout.tiles_per_row
-    words_a = ctx.fresh("frag_a")
-    ctx.line(f"const unsigned* {words_a} = reinterpret_cast<const unsigned*>({staged.a});")
     if layout.guarded or per_row % warps:
-        _mma_per_tile(ctx, layout, name, staged, words_a, dtype, k)
+        _mma_per_tile(ctx, layout, name, staged, dtype, k)
         return
     rows = {r: r * warps // per_row for r in range(layout.repeats)}
     columns = {r: r * warps % per_row for r in range(layout.repeats)}
     with ctx.block(""):  # a scope: a kernel may hold several dots
         ctx.line("const int warp = tid / 32;")
-        ctx.line("const int k0 = (tid % 4) * 2;")
-        ctx.line(
-            "const int bk = (tid % 8) + ((tid / 8) % 2) * 8;  // the b row this lane addresses"
-        )
+        _lane_rows(ctx)
         ctx.directive("#pragma unroll")
         with ctx.block(f"for (int kk = 0; kk < {k}; kk += 16)"):
             for row in sorted(set(rows.values())):
-                a0 = f"(({row * 16} + (tid % 32) / 4) * {staged.a_row} + kk + k0) / 2"
-                a1 = f"(({row * 16 + 8} + (tid % 32) / 4) * {staged.a_row} + kk + k0) / 2"
-                ctx.line(
-                    f"const unsigned fa{row}[4] = {{{words_a}[{a0}], {words_a}[{a1}], "
-                    f"{words_a}[{a0} + 4], {words_a}[{a1} + 4]}};"
-                )
-            for column in sorted(set(columns.values())):
-                ctx.line(f"unsigned fb{column}[2];")
-                address = f"{staged.b} + (kk + bk) * {staged.b_row} + ({column} + warp) * 8"
-                ctx.line(f"phobos::load_matrix_x2_trans(fb{column}, {address});")
+                _load_a(ctx, staged, f"fa{row}", str(row * 16))
+            ordered = sorted(set(columns.values()))
+            for first, second in zip(ordered[::2], ordered[1::2]):
+                _load_b_pair(ctx, staged, f"fb{first}", f"fb{second}", first, second)
+            if len(ordered) % 2:
+                last = ordered[-1]
+                _load_b(ctx, staged, f"fb{last}", f"({last} + warp) * 8")
             for r in range(layout.repeats):
                 operands = f"{name}[{r}], fa{rows[r]}, fb{columns[r]}"
                 ctx.line(f"phobos::mma_16816<{ctype(dtype)}>({operands});")
 
 
 def _mma_per_tile(
-    ctx: EmitContext,
-    layout: MmaLayout,
-    name: str,
-    staged: Staged,
-    words_a: str,
-    dtype: str,
-    k: int,
+    ctx: EmitContext, layout: MmaLayout, name: str, staged: Staged, dtype: str, k: int
 ) -> None:
     """Any tiling: each tile loads its own fragments."""
-    with group_loop(ctx, layout, skip_padding=True):
+    with ctx.block(""), group_loop(ctx, layout, skip_padding=True):
+        _lane_rows(ctx)
         per_row = layout.tiles_per_row
-        ctx.line(f"const int am = ((g / 32) / {per_row}) * 16 + (g % 32) / 4;")
+        ctx.line(f"const int am = ((g / 32) / {per_row}) * 16;")
         ctx.line(f"const int bn = ((g / 32) % {per_row}) * 8;")
-        ctx.line("const int k0 = (g % 4) * 2;")
-        ctx.line("const int bk = (g % 8) + ((g / 8) % 2) * 8;  // the b row this lane addresses")
         ctx.directive("#pragma unroll")
         with ctx.block(f"for (int kk = 0; kk < {k}; kk += 16)"):
-            a0 = f"(am * {staged.a_row} + kk + k0) / 2"
-            a1 = f"((am + 8) * {staged.a_row} + kk + k0) / 2"
-            ctx.line(
-                f"const unsigned fa[4] = {{{words_a}[{a0}], {words_a}[{a1}], "
-                f"{words_a}[{a0} + 4], {words_a}[{a1} + 4]}};"
-            )
-            ctx.line("unsigned fb[2];")
-            row = f"{staged.b} + (kk + bk) * {staged.b_row} + bn"
-            ctx.line(f"phobos::load_matrix_x2_trans(fb, {row});")
+            _load_a(ctx, staged, "fa", "am")
+            _load_b(ctx, staged, "fb", "bn")
             ctx.line(f"phobos::mma_16816<{ctype(dtype)}>({name}[r], fa, fb);")
+
+
+def _lane_rows(ctx: EmitContext) -> None:
+    """The row of a 16x16 fragment that this lane addresses for ``ldmatrix``, and its half.
+
+    Lanes 0-15 address rows 0-15 of the fragment's first 8 columns (the k or n
+    half), lanes 16-31 the same rows of the second half.
+    """
+    ctx.line("const int lane_row = tid % 16;")
+    ctx.line("const int lane_half = ((tid / 16) % 2) * 8;")
+
+
+def _load_a(ctx: EmitContext, staged: Staged, fragment: str, row: str) -> None:
+    """The ``a`` fragment of rows ``row .. row + 15`` at k-step ``kk``: its four 8x8 quarters."""
+    address = f"{staged.a} + ({row} + lane_row) * {staged.a_row} + kk + lane_half"
+    ctx.line(f"unsigned {fragment}[4];")
+    ctx.line(f"phobos::load_matrix_x4({fragment}, {address});")
+
+
+def _load_b(ctx: EmitContext, staged: Staged, fragment: str, column: str) -> None:
+    """The ``b`` fragment of columns ``column .. column + 7`` (k rows from lanes 0-15)."""
+    address = f"{staged.b} + (kk + lane_row) * {staged.b_row} + {column}"
+    ctx.line(f"unsigned {fragment}[2];")
+    ctx.line(f"phobos::load_matrix_x2_trans({fragment}, {address});")
+
+
+def _load_b_pair(
+    ctx: EmitContext, staged: Staged, first: str, second: str, first_col: int, second_col: int
+) -> None:
+    """The ``b`` fragments of tile columns ``first_col + warp`` and ``second_col + warp``.
+
+    Lanes 0-15 address the first column's k rows, lanes 16-31 the second's.
+    """
+    column = f"({first_col} + warp + (lane_half / 8) * {second_col - first_col}) * 8"
+    address = f"{staged.b} + (kk + lane_row) * {staged.b_row} + {column}"
+    both = f"{first}_{second}"
+    ctx.line(f"unsigned {both}[4];")
+    ctx.line(f"phobos::load_matrix_x4_trans({both}, {address});")
+    ctx.line(f"const unsigned {first}[2] = {{{both}[0], {both}[1]}};")
+    ctx.line(f"const unsigned {second}[2] = {{{both}[2], {both}[3]}};")
 
 
 def _round16(n: int) -> int:

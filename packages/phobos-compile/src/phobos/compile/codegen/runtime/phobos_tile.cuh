@@ -378,6 +378,8 @@ PHOBOS_INLINE void set_bit(u64* word, int bit) { atomicOr(word, 1ull << bit); }
 PHOBOS_INLINE void copy_async_16(void* shared, const void* global);
 PHOBOS_INLINE void copy_async_wait();
 PHOBOS_INLINE void load_matrix_x2_trans(unsigned (&r)[2], const void* row);
+PHOBOS_INLINE void load_matrix_x4(unsigned (&r)[4], const void* row);
+PHOBOS_INLINE void load_matrix_x4_trans(unsigned (&r)[4], const void* row);
 template <class T>
 PHOBOS_INLINE void mma_16816(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]);
 
@@ -401,6 +403,22 @@ PHOBOS_INLINE void copy_async_wait() { asm volatile("cp.async.wait_all;\n" ::: "
 PHOBOS_INLINE void load_matrix_x2_trans(unsigned (&r)[2], const void* row) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n"
                  : "=r"(r[0]), "=r"(r[1])
+                 : "r"(shared_address(row)));
+}
+
+// Four 8x8 matrices of 16-bit values into a warp's fragments: lanes 8j to 8j + 7 give the
+// rows' addresses of matrix j, and r[j] is its fragment (one m16n8k16 `a` operand when the
+// matrices are its four 8x8 quarters).
+PHOBOS_INLINE void load_matrix_x4(unsigned (&r)[4], const void* row) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(shared_address(row)));
+}
+
+// The same, transposed: two m16n8k16 `b` operands from a row-major [k, n] tile.
+PHOBOS_INLINE void load_matrix_x4_trans(unsigned (&r)[4], const void* row) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                  : "r"(shared_address(row)));
 }
 
