@@ -102,19 +102,10 @@ def test_no_warning_where_blocks_are_apart(name):
     assert warnings_of(CLEAN[name]) == []
 
 
-# Examples whose store index is not affine in ctx.block: the check cannot prove them and says so.
-UNPROVED = {"matmul.ph": "c"}  # the grouped block order: ctx.block.x / group and % group
-
-
+# matmul.ph's grouped block order (ctx.block.x / group and % group) is proved by races.orders.
 @pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.ph")), ids=lambda p: p.name)
 def test_examples_are_proved_race_free(path):
-    found = warnings_of(path.read_text(), str(path))
-    if path.name not in UNPROVED:
-        assert found == []
-        return
-    (warning,) = found
-    tensor = UNPROVED[path.name]
-    assert warning.message == f"cannot prove that blocks write disjoint elements of '{tensor}'"
+    assert warnings_of(path.read_text(), str(path)) == []
 
 
 def test_overlapping_windows_are_a_race_between_neighbours():

@@ -115,12 +115,19 @@ class Affine:
 
 @dataclass
 class Bindings:
-    """What a variable read means: an affine form, or None (unknown, may depend on the block)."""
+    """What a variable read means: an affine form, or None (unknown, may depend on the block).
+
+    ``definitions`` holds, for each variable with one value for the whole block
+    (a ``let``, or a ``var`` never assigned), its defining expression with the
+    variables it reads written out in turn (``races.terms``): the tile proofs
+    read the ``/`` and ``%`` that have no affine form there.
+    """
 
     values: dict[str, Affine | None] = field(default_factory=dict)
+    definitions: dict[str, ir.Expr] = field(default_factory=dict)
 
     def child(self) -> Bindings:
-        return Bindings(dict(self.values))
+        return Bindings(dict(self.values), dict(self.definitions))
 
 
 def affine(expr: ir.Expr, bindings: Bindings) -> Affine | None:

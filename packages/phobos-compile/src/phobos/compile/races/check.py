@@ -26,6 +26,7 @@ from phobos.compile.races.footprint import (
     accesses,
     block_axes_used,
 )
+from phobos.compile.races.tiles import tiles_apart
 
 HELP = (
     "Phobos proves stores disjoint when a tensor axis is indexed `ctx.block.x * S + offset` "
@@ -73,7 +74,7 @@ def _separates(store: Access, other: Access, axis: str) -> bool:
     return any(
         _axis_separates(_pin(s, store), _pin(o, other), axis, pins)
         for s, o in zip(store.axes, other.axes)
-    )
+    ) or tiles_apart(store, other, axis)
 
 
 def _pin(axis: Axis, access: Access) -> tuple[Affine | None, int]:

@@ -21,6 +21,7 @@ from phobos.compile.races.affine import (
     Iteration,
     affine,
 )
+from phobos.compile.races.terms import inline, small
 from phobos.compile.span import Span
 
 STORE, ATOMIC, LOAD = "store", "atomic", "load"
@@ -28,15 +29,21 @@ STORE, ATOMIC, LOAD = "store", "atomic", "load"
 
 @dataclass(frozen=True)
 class Axis:
-    """One tensor axis of an access: ``start :+ length`` (a point index has length 1)."""
+    """One tensor axis of an access: ``start :+ length`` (a point index has length 1).
+
+    ``term`` is the start with the fixed variables it reads written out, for the
+    tile proofs where ``start`` has no affine form.
+    """
 
     start: Affine | None
     length: int
+    term: ir.Expr
 
 
 @dataclass(frozen=True)
 class Access:
     tensor: str
+    dims: tuple[str | int, ...]  # the tensor's extents: names, or literal sizes
     kind: str  # STORE, ATOMIC or LOAD
     axes: tuple[Axis, ...]
     pins: tuple[tuple[str, int], ...]  # block axes fixed by enclosing `if ctx.block.a == k`
@@ -69,6 +76,7 @@ class _Walker:
             self.loads((stmt.start, stmt.stop, stmt.step), env, pins)
             inner = env.child()
             inner.values[stmt.var.name] = _loop_form(stmt, env)
+            inner.definitions.pop(stmt.var.name, None)
             self.block(stmt.body, inner, pins)
         elif isinstance(stmt, ir.If):
             self.loads((stmt.cond,), env, pins)
@@ -83,30 +91,42 @@ class _Walker:
     def simple(self, stmt: object, env: Bindings, pins: dict[str, int]) -> None:
         self.loads(tuple(_children(stmt)), env, pins)
         if isinstance(stmt, ir.Store):
-            self.record(stmt.tensor.name, STORE, stmt.indices, env, pins, stmt.span)
+            self.record(stmt.tensor, STORE, stmt.indices, env, pins, stmt.span)
         elif isinstance(stmt, (ir.AtomicAdd, ir.AtomicMax, ir.AtomicXchg, ir.AtomicCas)):
-            self.record(stmt.tensor.name, ATOMIC, stmt.indices, env, pins, stmt.span)
+            self.record(stmt.tensor, ATOMIC, stmt.indices, env, pins, stmt.span)
         if isinstance(stmt, ir.Define):
             fixed = not stmt.var.mutable or stmt.var.name not in self.assigned
             env.values[stmt.var.name] = affine(stmt.value, env) if fixed else None
+            _define(env, stmt.var.name, stmt.value if fixed else None)
         result = getattr(stmt, "result", None)
         if isinstance(result, ir.Variable):
             env.values[result.name] = None
+            _define(env, result.name, None)
 
     def loads(self, exprs: tuple[object, ...], env: Bindings, pins: dict[str, int]) -> None:
         for node in _nodes(exprs):
             if isinstance(node, ir.Load):
-                self.record(node.tensor.name, LOAD, node.indices, env, pins, node.span)
+                self.record(node.tensor, LOAD, node.indices, env, pins, node.span)
 
     def record(self, tensor, kind, indices, env, pins, span) -> None:
         axes = tuple(_axis(index, env) for index in indices)
-        self.found.append(Access(tensor, kind, axes, tuple(sorted(pins.items())), span))
+        pinned = tuple(sorted(pins.items()))
+        self.found.append(Access(tensor.name, tensor.dims, kind, axes, pinned, span))
+
+
+def _define(env: Bindings, name: str, value: ir.Expr | None) -> None:
+    """Remember ``name``'s written-out definition, or forget it (a value that may change)."""
+    term = None if value is None else inline(value, env.definitions)
+    if term is not None and isinstance(term.type, ir.ScalarT) and small(term):
+        env.definitions[name] = term
+    else:
+        env.definitions.pop(name, None)
 
 
 def _axis(index: ir.TensorIndex, env: Bindings) -> Axis:
     if isinstance(index, ir.WindowIndex):
-        return Axis(affine(index.start, env), index.length)
-    return Axis(affine(index.index, env), 1)
+        return Axis(affine(index.start, env), index.length, inline(index.start, env.definitions))
+    return Axis(affine(index.index, env), 1, inline(index.index, env.definitions))
 
 
 def _loop_form(loop: ir.For, env: Bindings) -> Affine | None:
