@@ -86,6 +86,10 @@ PROVED = {
     "grouped, the row's % of the block number (Triton's older spelling)": grouped(
         row_offset="ctx.block.x % group_rows"
     ),
+    "grouped, spelled the other way round": grouped()
+    .replace("minimum(blocks_m - first_row, 8)", "minimum(8, blocks_m - first_row)")
+    .replace("ctx.block.x / group_blocks * 8", "8 * (ctx.block.x / group_blocks)"),
+    "grouped, with blocks_m the extent itself": grouped().replace("(M + 64 - 1) / 64", "M"),
     "grouped, read and written in place": GROUPED.format(
         in_group_op="%",
         row_offset="in_group % group_rows",
@@ -121,6 +125,7 @@ kernel mm(c: tensor<f32>[B, M, N], blocks_n: i32) {
 
 @pytest.mark.parametrize("name", sorted(PROVED))
 def test_one_to_one_orders_are_proved(name):
+    assert PROVED[name] != grouped() or name == "grouped"
     assert warnings_of(PROVED[name]) == []
 
 
@@ -164,6 +169,18 @@ def test_too_few_tile_rows_for_the_tensor_is_reported():
     source = grouped().replace("(M + 64 - 1) / 64", "(M + 128 - 1) / 128")
     (warning,) = warnings_of(source)
     assert warning.span.line == STORE_LINE
+
+
+@pytest.mark.parametrize(
+    ("blocks_m", "proved"),
+    [("(M - 1) / 64", True), ("(M - 2) / 64", False), ("(M + 31) / 32", True), ("M / 128", False)],
+)
+def test_the_tile_rows_must_reach_the_end_of_the_tensor(blocks_m, proved):
+    """Rows of blocks past the last group start at (blocks_m + 1) * 64 or further: proved only
+    when that is past M, whatever M is."""
+    source = grouped().replace("(M + 64 - 1) / 64", blocks_m)
+    assert blocks_m in source
+    assert (warnings_of(source) == []) == proved
 
 
 def test_a_racy_order_read_and_written_in_place_is_reported_at_the_store():

@@ -8,8 +8,11 @@ offsets of both (over every loop iteration, plus the window length) fit in ``c``
 consecutive elements: then a block's elements lie in its own stride of ``c``.
 Coordinates pinned by ``if ctx.block.a == k`` take that value.  A block
 coordinate the kernel never reads is taken to be 0 (a launch along it would
-repeat the same work).  Atomic updates may meet each other; a plain store may
-not meet an atomic update, nor a load by another block.
+repeat the same work).  Where a start has no affine form, tiles that the block
+number gives through ``/`` and ``%`` are kept apart by ``races.tiles`` when the
+order is one-to-one (``races.orders``: row-major, or grouped as in tutorial 03).
+Atomic updates may meet each other; a plain store may not meet an atomic
+update, nor a load by another block.
 """
 
 from __future__ import annotations
@@ -31,7 +34,9 @@ from phobos.compile.races.tiles import tiles_apart
 HELP = (
     "Phobos proves stores disjoint when a tensor axis is indexed `ctx.block.x * S + offset` "
     "and one block's offsets (loops with compile-time trip counts included) span at most S "
-    "elements; check a launch on real arguments with `race_check=True`"
+    "elements, or when two axes are indexed `row * S + offset` and `col * S2 + offset` with "
+    "(row, col) from ctx.block.x in row-major or grouped order (docs/errors.md); check a "
+    "launch on real arguments with `race_check=True`"
 )
 
 

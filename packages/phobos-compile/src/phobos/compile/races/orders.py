@@ -2,9 +2,11 @@
 
 A kernel that numbers its blocks along one axis and works out a 2-D tile from
 the number does so with ``/`` and ``%``, which have no affine form.  Two such
-maps are recognised by their shape, with ``p = ctx.block.a + c`` (``c ≥ 0``),
-``D`` and ``R`` the same in every block and ``G`` a positive constant; integer
-``/`` truncates and ``%`` takes the dividend's sign (``ir.Binary``):
+maps are recognised by their shape, with ``p = k·ctx.block.a + c`` (``k ≠ 0``,
+so one ``p`` per block; ``k > 0`` and ``c ≥ 0`` for the grouped order, so
+``p ≥ 0``), ``D`` and ``R`` the same in every block and ``G`` a positive
+constant; integer ``/`` truncates and ``%`` takes the dividend's sign
+(``ir.Binary``):
 
 Row-major, ``(p / D, p % D)`` (either tile axis first):
     ``p = (p / D)·D + p % D``, so the pair gives ``p`` back: one-to-one for
@@ -23,9 +25,12 @@ Grouped, as in tutorial 03 and Triton's matmul::
     ``i``, and ``p = p / D · D + i``.  So no two such blocks share a tile.  A
     block with ``group_rows ≤ -1`` has ``first ≥ R + 1`` and ``row ≥ first``: its
     rows lie past the ``R`` tile rows, and the caller must show that they are
-    past the tensor's end (``Order.rows``).  ``group_rows = 0`` divides by zero,
-    whose result is undefined: the proof assumes that no block does (in the
-    tutorial, blocks from ``R·blocks_n`` on would; its grid stops there).
+    past the tensor's end (``Order.rows``).
+
+A division by zero (``D = 0``, or ``group_rows = 0``) has no defined result: the
+proofs assume that no block divides by zero, as they assume that no index
+overflows.  In the tutorial only a block past the last tile can, and only when
+``blocks_m`` is a multiple of ``GROUP_M``; its grid stops at the last tile.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from dataclasses import dataclass
 
 from phobos.compile.ir import nodes as ir
 from phobos.compile.races.affine import Bindings, Block, affine, is_invariant
+from phobos.compile.races.terms import bare as _bare
 
 
 @dataclass(frozen=True)
@@ -119,14 +125,15 @@ def _times_constant(expr: ir.Expr) -> tuple[ir.Expr | None, int]:
 
 
 def _block_axis(expr: ir.Expr, nonnegative: bool = False) -> str | None:
-    """``a`` when ``expr`` is ``ctx.block.a + c``; with ``nonnegative``, only for ``c ≥ 0``."""
+    """``a`` when ``expr`` is ``k·ctx.block.a + c`` (``k ≠ 0``: one value per block);
+    with ``nonnegative``, only for ``k > 0`` and ``c ≥ 0``."""
     form = affine(expr, Bindings())
     if form is None or len(form.terms) != 1:
         return None
     ((atom, coefficient),) = form.terms
-    if not isinstance(atom, Block) or coefficient != 1:
+    if not isinstance(atom, Block):
         return None
-    if nonnegative and form.constant < 0:
+    if nonnegative and (coefficient < 0 or form.constant < 0):
         return None
     return atom.axis
 
@@ -143,10 +150,3 @@ def _constant(expr: ir.Expr) -> int | None:
 
 def _is(expr: ir.Expr, op: str) -> bool:
     return isinstance(expr, ir.Binary) and expr.op == op
-
-
-def _bare(expr: ir.Expr) -> ir.Expr:
-    """``expr`` without integer casts (index arithmetic is taken not to overflow)."""
-    while isinstance(expr, ir.Cast) and expr.type.dtype in (*ir.INT_DTYPES, "index"):
-        expr = expr.operand
-    return expr

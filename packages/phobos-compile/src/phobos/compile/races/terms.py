@@ -35,6 +35,13 @@ def inline(expr: ir.Expr, definitions: dict[str, ir.Expr]) -> ir.Expr:
     return expr
 
 
+def bare(expr: ir.Expr) -> ir.Expr:
+    """``expr`` without integer casts (index arithmetic is taken not to overflow)."""
+    while isinstance(expr, ir.Cast) and expr.type.dtype in (*ir.INT_DTYPES, "index"):
+        expr = expr.operand
+    return expr
+
+
 def small(expr: ir.Expr) -> bool:
     """True when ``expr`` has at most ``MAX_NODES`` nodes, counted as a tree."""
     budget = MAX_NODES

@@ -24,6 +24,7 @@ from phobos.compile.ir import nodes as ir
 from phobos.compile.races.affine import Affine, Bindings, Invariant, affine
 from phobos.compile.races.footprint import Access, Axis
 from phobos.compile.races.orders import Order, one_to_one
+from phobos.compile.races.terms import bare
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,7 @@ def _covers(count: ir.Expr, extent: str, stride: int) -> bool:
 
 def tiled(term: ir.Expr) -> Tiled | None:
     """``term`` as ``tile·stride + offset`` with a positive constant stride, or None."""
+    term = bare(term)
     if not isinstance(term, ir.Binary):
         return None
     if term.op == "mul":
