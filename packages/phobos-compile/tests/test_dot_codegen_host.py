@@ -105,6 +105,7 @@ def test_pipelined_dot_loops_compute_what_the_interpreter_does(tmp_path):
         ),
         _partial_launch(rng, {"BM": 32, "BN": 16, "BK": 16}, 4),
         _partial_launch(rng, {"BM": 32, "BN": 16, "BK": 16}, 0),
+        _partial_launch(rng, {"BM": 32, "BN": 16, "BK": 16}, 6),  # a k-step past K: absent
     ]
     launches, checks = [], []
     for number, (kernel, grid, expected) in enumerate(made):

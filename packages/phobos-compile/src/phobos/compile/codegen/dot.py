@@ -226,8 +226,21 @@ def window_meet(
     ``b[k, n]`` when the k index and its column are inside ``b``.  Some k works
     for both when the two k ranges overlap (a block-uniform test).
     """
-    a_rows, a_ks = _window_axes(a_idx)
-    b_ks, b_cols = _window_axes(b_idx)
+    some = window_overlap(ctx, a_access, a_idx, b_access, b_idx, k)
+    return f"({some} && {window_lanes(a_access, a_idx, b_access, b_idx)})"
+
+
+def window_overlap(
+    ctx: EmitContext,
+    a_access: TensorAccess,
+    a_idx: list[memory.AxisIndex],
+    b_access: TensorAccess,
+    b_idx: list[memory.AxisIndex],
+    k: int,
+) -> str:
+    """A block-uniform flag: the two windows' k ranges meet inside both tensors."""
+    _, a_ks = _window_axes(a_idx)
+    b_ks, _ = _window_axes(b_idx)
     lo, hi, some = ctx.fresh("s"), ctx.fresh("s"), ctx.fresh("s")
     index = INDEX_CTYPE
     a_k, b_k = a_idx[a_ks].start, b_idx[b_ks].start
@@ -240,9 +253,22 @@ def window_meet(
     a_points = _points_inside(a_access, a_idx)
     b_points = _points_inside(b_access, b_idx)
     ctx.line(f"const bool {some} = {lo} < {hi} && {a_points} && {b_points};")
+    return some
+
+
+def window_lanes(
+    a_access: TensorAccess,
+    a_idx: list[memory.AxisIndex],
+    b_access: TensorAccess,
+    b_idx: list[memory.AxisIndex],
+) -> str:
+    """A result lane's own part of its presence: its row inside ``a``, its column inside ``b``."""
+    a_rows, _ = _window_axes(a_idx)
+    _, b_cols = _window_axes(b_idx)
+    index = INDEX_CTYPE
     row = _below(f"{a_idx[a_rows].start} + {index}(c0)", a_access.extent(a_rows))
     col = _below(f"{b_idx[b_cols].start} + {index}(c1)", b_access.extent(b_cols))
-    return f"({some} && {row} && {col})"
+    return f"{row} && {col}"
 
 
 def _window_axes(indices: list[memory.AxisIndex]) -> tuple[int, int]:

@@ -14,6 +14,7 @@ scope where the loop variable is rebound to its next value.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from phobos.compile.codegen import memory
 from phobos.compile.codegen.context import EmitContext
@@ -25,11 +26,14 @@ from phobos.compile.codegen.dot import (
     operand_bytes,
     product,
     result_layout,
+    window_lanes,
     window_meet,
+    window_overlap,
 )
 from phobos.compile.codegen.dtypes import ctype
 from phobos.compile.codegen.layout import MmaLayout
-from phobos.compile.codegen.values import TileValue, variable_name
+from phobos.compile.codegen.values import TileValue, and_masks, variable_name
+from phobos.compile.codegen.walk import walk
 from phobos.compile.ir import nodes as ir
 
 Assign = Callable[[ir.Variable, TileValue], None]
@@ -89,6 +93,11 @@ def emit_pipelined_loop(
             memory.copy_tile_async(ctx, a_access, a_idx, ctx.layout((m, k)), a_buffer, k + 8)
             memory.copy_tile_async(ctx, b_access, b_idx, ctx.layout((k, n)), b_buffer, n + 8)
 
+    partial = dot.a.type.partial or dot.b.type.partial
+    hoisted = _lanes_invariant(dot, loop.var)
+    meet = ctx.fresh("meet")
+    if partial and hoisted:
+        ctx.line(f"bool {meet} = true;  // every k-step's windows met")
     ctx.line("__syncthreads();")  # earlier users of the buffer are done
     issue(start, *stages[0])
     stage = ctx.fresh("stage")
@@ -108,10 +117,51 @@ def emit_pipelined_loop(
         layout = result_layout(ctx, dot)
         acc = operand(dot.acc)
         present = None
-        if dot.a.type.partial or dot.b.type.partial:
+        if partial and hoisted:
+            a_idx, b_idx = _indices_used(ctx, indices, dot)
+            some = window_overlap(ctx, a_access, a_idx, b_access, b_idx, k)
+            ctx.line(f"{meet} = {meet} && {some};")
+        elif partial:
             a_idx, b_idx = indices(dot.a.indices), indices(dot.b.indices)
             present = window_meet(ctx, a_access, a_idx, b_access, b_idx, k)
         staged = Staged(current_a, current_b, k + 8, n + 8)
-        result = product(ctx, dot, layout, staged, acc, present)
-        assign(loop.body[0].var, result)
+        if hoisted:  # the accumulator's presence is left as it is until the loop ends
+            result = product(ctx, dot, layout, staged, replace(acc, mask=None, word=None), None)
+            assign(loop.body[0].var, replace(result, mask=acc.mask, word=acc.word))
+        else:
+            assign(loop.body[0].var, product(ctx, dot, layout, staged, acc, present))
         ctx.line(f"{stage} ^= 1;")
+    if partial and hoisted:
+        with ctx.block(f"if ({start} < {stop})"):
+            ctx.line(f"const {c} {var} = {start};")
+            a_idx, b_idx = _indices_used(ctx, indices, dot)
+            lanes = window_lanes(a_access, a_idx, b_access, b_idx)
+            acc = operand(dot.acc)
+            mask = and_masks(acc.mask, f"({meet} && {lanes})")
+            assign(loop.body[0].var, TileValue(acc.dtype, acc.layout, acc.lane, mask))
+
+
+def _lanes_invariant(dot: ir.Dot, loop_var: ir.Variable) -> bool:
+    """The rows of ``a``'s window and the columns of ``b``'s do not move with the loop.
+
+    Then a result lane's own part of its presence (row inside ``a``, column
+    inside ``b``) is the same at every k-step, and is applied once, after the
+    loop, instead of lane by lane at every step; only the block-uniform overlap
+    of the k ranges is tracked per step.
+    """
+    a_rows = next(i for i in dot.a.indices if isinstance(i, ir.WindowIndex))
+    b_cols = [i for i in dot.b.indices if isinstance(i, ir.WindowIndex)][1]
+    return not any(
+        isinstance(node, ir.Read) and node.var.name == loop_var.name
+        for node in walk((a_rows.start, b_cols.start))
+    )
+
+
+def _indices_used(
+    ctx: EmitContext, indices: Indices, dot: ir.Dot
+) -> tuple[list[memory.AxisIndex], list[memory.AxisIndex]]:
+    """Both operands' window starts, each marked used: a test may need only some of them."""
+    a_idx, b_idx = indices(dot.a.indices), indices(dot.b.indices)
+    for index in (*a_idx, *b_idx):
+        ctx.line(f"(void)({index.start});")
+    return a_idx, b_idx
