@@ -48,24 +48,16 @@ def test_a_racy_kernel_warns_once_at_its_python_line(tmp_path):
     assert "        out[base:+8] = x[base:+8] * 2.0" in text
 
 
-# Tutorials whose store index is not affine in ctx.block: the check cannot prove them and says so.
-UNPROVED = {"03_matmul.py"}  # the grouped block order: ctx.block.x / group and % group
-
-
 @pytest.mark.parametrize(
     "script", sorted((ROOT / "docs" / "tutorials").glob("*.py")), ids=lambda p: p.name
 )
 def test_tutorials_raise_no_race_warning(script):
+    """Every tutorial, the grouped block order of 03 included, is proved race-free."""
     module = load(script)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", PhobosWarning)
         module.check_on_cpu()
-    races = [str(w.message) for w in caught if issubclass(w.category, PhobosWarning)]
-    if script.name not in UNPROVED:
-        assert races == []
-    else:
-        # (each warning is issued once per process: an earlier test may have taken it)
-        assert all("cannot prove that blocks write disjoint" in r for r in races)
+    assert [str(w.message) for w in caught if issubclass(w.category, PhobosWarning)] == []
 
 
 def test_saxpy_example_raises_no_race_warning():

@@ -10,10 +10,6 @@ import pytest
 
 from tests.test_tutorials import load
 
-# The grouped block order is not ctx.block.x * S + offset, so the static race check cannot
-# prove the stores disjoint and warns; every launch here checks races on its real arguments.
-pytestmark = pytest.mark.filterwarnings("ignore:.*cannot prove that blocks write disjoint")
-
 tutorial = load("03_matmul.py")
 
 
