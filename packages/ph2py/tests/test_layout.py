@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from ph2py import convert_source
+from ph2py.line_length import line_length_for
 from phobos.compile.syntax import format_module, parse
 from phobos.frontend import translate_source
 
@@ -15,7 +16,8 @@ HEADER = "from __future__ import annotations\n\nimport phobos.lang as ph\n"
 
 
 def convert(ph: str) -> str:
-    return convert_source(textwrap.dedent(ph), "t.ph").python
+    """The Python of ``ph`` at this repository's line length, 100."""
+    return convert_source(textwrap.dedent(ph), "t.ph", line_length=100).python
 
 
 def body(ph: str) -> str:
@@ -31,7 +33,10 @@ def body(ph: str) -> str:
 def test_the_corpus_converts_to_its_expected_python(data: Path, name: str) -> None:
     ph = data / f"{name}.ph"
     expected = (data / "expected" / f"{name}.py.txt").read_text(encoding="utf-8")
-    assert convert_source(ph.read_text(encoding="utf-8"), str(ph)).python == expected
+    line_length = line_length_for(ph.with_suffix(".py"))  # the repository's ruff setting
+    assert line_length == 100
+    conversion = convert_source(ph.read_text(encoding="utf-8"), str(ph), line_length=line_length)
+    assert conversion.python == expected
 
 
 def test_a_comment_after_an_opening_brace_stays_on_the_header_line() -> None:
@@ -177,7 +182,7 @@ def test_a_comment_after_a_closing_brace_closes_the_block(data: Path) -> None:
     """`} // c` is the block's last comment in both spellings: no warning, exact round trip."""
     path = data / "moved" / "closing_comments.ph"
     text = path.read_text(encoding="utf-8")
-    conversion = convert_source(text, str(path))
+    conversion = convert_source(text, str(path), line_length=100)
     assert conversion.warnings == ()
     assert (
         "    for i in range(n):\n        t[i] = 0.0\n        # after a loop\n" in conversion.python

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ph2py import convert_source
+from ph2py.line_length import line_length_for
 from phobos.compile.syntax import format_module, parse
 from phobos.frontend import translate_source
 
@@ -40,5 +41,6 @@ def test_the_overview_saxpy_is_written_as_the_overview_page_spells_it(repo: Path
     ph = repo / "examples" / "saxpy_fp32.ph"
     py = repo / "examples" / "saxpy.py"
     existing = py.read_text(encoding="utf-8")
-    merged = convert_source(ph.read_text(encoding="utf-8"), str(ph), existing, str(py))
+    text = ph.read_text(encoding="utf-8")
+    merged = convert_source(text, str(ph), existing, str(py), line_length=line_length_for(py))
     assert merged.python == existing

@@ -5,6 +5,10 @@
     ph2py kernels/                 # every .ph below kernels/
     ph2py --check kernels/         # exit 1 and name each .py that is out of date; write nothing
     ph2py --stdout saxpy.ph        # print the Python instead of writing it
+    ph2py --line-length 100 k.ph   # wrap lines longer than 100 columns
+
+Without --line-length, lines are wrapped at the line-length of the ruff
+configuration nearest the .py (a pyproject.toml's [tool.ruff]), else at 88.
 
 An error in a .ph file prints like a compiler's (file:line:col, the line, a
 caret); that file's .py is not written and the exit status is 1.  Set
@@ -27,7 +31,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     options = parser.parse_args(argv)
     try:
-        found = jobs(options.paths, options.output)
+        found = jobs(options.paths, options.output, options.line_length)
         if options.stdout and len(found) != 1:
             raise UsageError("--stdout prints the Python of one .ph file")
         return max((_run(job, options) for job in found), default=0)
@@ -50,6 +54,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "-o", dest="output", type=Path, metavar="OUT.py", help="where the Python goes"
     )
+    parser.add_argument(
+        "--line-length",
+        type=_positive,
+        metavar="N",
+        help="wrap lines longer than N columns (default: the project's ruff line-length, else 88)",
+    )
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument(
         "--check",
@@ -58,6 +68,16 @@ def _parser() -> argparse.ArgumentParser:
     )
     mode.add_argument("--stdout", action="store_true", help="print the Python instead")
     return parser
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of columns")
+    return value
 
 
 def _run(job: Job, options: argparse.Namespace) -> int:

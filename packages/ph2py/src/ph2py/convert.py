@@ -14,6 +14,8 @@ from phobos.compile.diagnostics import Diagnostic, error, register_source, warni
 from phobos.compile.span import Span
 from phobos.compile.syntax import ast, parse
 
+DEFAULT_LINE_LENGTH = 88  # ruff's and black's
+
 
 @dataclass(frozen=True)
 class Conversion:
@@ -28,15 +30,18 @@ def convert_source(
     ph_file: str = "<string>",
     existing: str | None = None,
     existing_file: str = "<existing>",
+    line_length: int = DEFAULT_LINE_LENGTH,
 ) -> Conversion:
     """Convert a .ph program; with ``existing`` (a .py's text), merge into it.
+
+    Lines longer than ``line_length`` are wrapped as ruff format wraps them.
 
     Raises ``PhobosError`` at the .ph file's line and column for a syntax error
     or a name Python cannot spell, and at the .py's for a .py that is not Python.
     """
     module = parse(ph_text, ph_file)
     _check_unique_names(module)
-    converted = ModuleWriter(module, SourceLayout.of(ph_text, ph_file)).write()
+    converted = ModuleWriter(module, SourceLayout.of(ph_text, ph_file), line_length).write()
     definitions = [(item.name, stmt) for item, stmt in zip(module.items, converted.statements)]
     base = cst.Module(body=[]) if existing is None else _parse_python(existing, existing_file)
     merged, footer_written = merge(base, definitions, converted.footer)

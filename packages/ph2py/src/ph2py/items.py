@@ -3,8 +3,8 @@
 An item's leading comments stand above its decorators, with the blank lines
 the .ph file had between them; definitions are set off by two blank lines, as
 PEP 8 asks.  Parameters that the .ph wrote on several lines, or with comments,
-stand one a line; the others stay on the ``def`` line if it fits in 100
-columns, else go on one indented line below it (or one a line), as ruff would.
+stand one a line; the others, and every other long line, are wrapped by
+``ph2py.wrap`` as ruff would wrap them.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from ph2py.layout import GapLine, SourceLayout, place_comments
 from ph2py.names import lang, python_name
 from ph2py.statements import BodyWriter
 from ph2py.trivia import blank_lines, comment, gap_lines, split_blanks, trailing
+from ph2py.wrap import wrap_long_lines
 from phobos.compile.diagnostics import Diagnostic
 from phobos.compile.syntax import ast
 
-LINE_LENGTH = 100
 INDENT = "    "
 MAX_BLANK_AT_TOP = 2
 _NO_SPACE = cst.SimpleWhitespace("")
@@ -41,6 +41,7 @@ class ConvertedModule:
 class ModuleWriter:
     module: ast.Module
     layout: SourceLayout
+    line_length: int
     warnings: list[Diagnostic] = field(default_factory=list)
 
     def write(self) -> ConvertedModule:
@@ -63,14 +64,13 @@ class ModuleWriter:
             leading_lines += gap_lines(lines, MAX_BLANK_AT_TOP)
             if isinstance(item, ast.Const):
                 exprs = self.expressions(functions, constants, integers, item)
-                statements.append(self.const(item, exprs, leading_lines))
+                statement: cst.BaseStatement = self.const(item, exprs, leading_lines)
             else:
                 exprs = self.expressions(
                     functions, constants, definition_integers(item, integers), item
                 )
-                statements.append(
-                    self.definition(item, exprs, leading_lines, tune_comment, after_params)
-                )
+                statement = self.definition(item, exprs, leading_lines, tune_comment, after_params)
+            statements.append(wrap_long_lines(statement, self.line_length))
             previous_end = item.span.end_line
         return ConvertedModule(tuple(statements), self.footer(previous_end), tuple(self.warnings))
 
@@ -188,7 +188,7 @@ class ModuleWriter:
             returns=returns,
             leading_lines=leading_lines,
         )
-        return self.lay_out_params(node, item.params, after_params)
+        return lay_out_params(node, item.params, after_params)
 
     def autotune(self, tunes: tuple[ast.TuneParam, ...], exprs: ExpressionWriter) -> cst.Call:
         """``@ph.autotune(B=[16, 8192], C={2, 1})``."""
@@ -205,35 +205,17 @@ class ModuleWriter:
             args.append(cst.Arg(value, keyword=python_name(tune.name, tune.span), equal=equal))
         return cst.Call(lang("autotune"), args)
 
-    def lay_out_params(
-        self, node: cst.FunctionDef, params: tuple[ast.Param, ...], after: tuple[str, ...]
-    ) -> cst.FunctionDef:
-        has_comments = after or any(p.leading or p.trailing is not None for p in params)
-        one_line = not params or params[0].span.line == params[-1].span.end_line
-        if has_comments or not one_line:
-            return _one_per_line(node, params, after)
-        if _header_length(node) <= LINE_LENGTH:
-            return node
-        hugged = _hugged(node)
-        if _header_length(hugged, line=1) <= LINE_LENGTH:
-            return hugged
-        return _one_per_line(node, params)
 
-
-def _header_length(node: cst.FunctionDef, line: int = 0) -> int:
-    """The length of a line of the def's header (0: the ``def`` line)."""
-    code = cst.Module([]).code_for_node(node.with_changes(decorators=[], leading_lines=[]))
-    return len(code.splitlines()[line])
-
-
-def _hugged(node: cst.FunctionDef) -> cst.FunctionDef:
-    """Every parameter on one indented line below the ``def``."""
-    params = list(node.params.params)
-    params[-1] = params[-1].with_changes(whitespace_after_param=_line_break(""))
-    return node.with_changes(
-        whitespace_before_params=_line_break(INDENT),
-        params=node.params.with_changes(params=params),
-    )
+def lay_out_params(
+    node: cst.FunctionDef, params: tuple[ast.Param, ...], after: tuple[str, ...]
+) -> cst.FunctionDef:
+    """One parameter a line where the .ph wrote them on several lines or with comments;
+    the others are left to ``wrap_long_lines``."""
+    has_comments = after or any(p.leading or p.trailing is not None for p in params)
+    one_line = not params or params[0].span.line == params[-1].span.end_line
+    if has_comments or not one_line:
+        return _one_per_line(node, params, after)
+    return node
 
 
 def _one_per_line(
