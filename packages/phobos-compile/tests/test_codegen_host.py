@@ -161,6 +161,8 @@ unsigned short emulated_rows[1024][8];
 namespace phobos {
 void copy_async_16(void* shared, const void* global) { std::memcpy(shared, global, 16); }
 void copy_async_wait() {}
+void copy_async_commit() {}
+template <int PENDING> void copy_async_wait_pending() {}
 template <int N, bool TRANS> void emulated_load_matrix(unsigned (&r)[N], const void* row) {
     unsigned t = threadIdx.x, base = t & ~31u, lane = t & 31u;
     std::memcpy(emulated_rows[t], row, 16);
@@ -290,6 +292,14 @@ void run_{generated.entry}(const std::string& prefix) {{
 """
 
 
+def _static_scratch(generated: GeneratedKernel) -> str:
+    """The source with its dynamic shared buffer made static (the emulation has no extern)."""
+    size = generated.contract.dynamic_smem
+    dynamic = "extern __shared__ __align__(16) unsigned char phobos_scratch[];"
+    static = f"__shared__ __align__(16) unsigned char phobos_scratch[{size}];"
+    return generated.source.replace(dynamic, static) if size else generated.source
+
+
 def run_on_host(launches: list[tuple[GeneratedKernel, tuple[int, ...], list]], work: Path) -> None:
     """Compile the kernels into one host program and run each launch (kernel, grid, args).
 
@@ -302,7 +312,7 @@ def run_on_host(launches: list[tuple[GeneratedKernel, tuple[int, ...], list]], w
     parts = ['#include "emulation.h"']
     calls = []
     for generated, grid, args in launches:
-        parts += [generated.source, _launcher(generated, (*grid, 1, 1)[:3], args)]
+        parts += [_static_scratch(generated), _launcher(generated, (*grid, 1, 1)[:3], args)]
         calls.append(f'    run_{generated.entry}(std::string(argv[1]) + "{generated.entry}_");')
     parts.append("int main(int, char** argv) {\n" + "\n".join(calls) + "\n}\n")
     (work / "kernels.cpp").write_text("\n".join(parts))

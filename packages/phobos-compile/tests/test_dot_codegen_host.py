@@ -42,14 +42,6 @@ def _generated(kernel):
     return generate(kernel, spec, "sm_90")
 
 
-def _static_scratch(generated) -> str:
-    """The source with its dynamic shared buffer made static (the emulation has no extern)."""
-    size = generated.contract.dynamic_smem
-    dynamic = "extern __shared__ __align__(16) unsigned char phobos_scratch[];"
-    static = f"__shared__ __align__(16) unsigned char phobos_scratch[{size}];"
-    return generated.source.replace(dynamic, static) if size else generated.source
-
-
 PARTIAL = """\
 @autotune(BM in [16, 128], BN in [16, 128], BK in [16, 64])
 kernel partial(a: tensor<f16>[M, K], b: tensor<f16>[K, N], c: tensor<f32>[P, Q], steps: i32) {
@@ -111,7 +103,7 @@ def test_pipelined_dot_loops_compute_what_the_interpreter_does(tmp_path):
     for number, (kernel, grid, expected) in enumerate(made):
         generated = _generated(kernel)
         entry = f"{generated.entry}_{number}"
-        source = _static_scratch(generated).replace(generated.entry, entry)
+        source = generated.source.replace(generated.entry, entry)
         generated = dataclasses.replace(generated, source=source, entry=entry)
         got = [a.copy() if isinstance(a, np.ndarray) else a for a in expected]
         run(kernel, grid, expected)

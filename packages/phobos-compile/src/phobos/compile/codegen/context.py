@@ -33,8 +33,10 @@ class EmitContext:
         index_width: int,
         access: dict[str, TensorAccess],
         read_and_written: frozenset[str] = frozenset(),
+        arch: str = "",
     ) -> None:
         self.threads = threads
+        self.arch = arch  # the card compiled for ("sm_90"), "" when unknown
         self.kernel_vec = kernel_vec
         self.index_width = index_width
         self.access = access

@@ -1,14 +1,17 @@
-"""The matmul k-loop, software-pipelined: the next k-step's tiles land while this one multiplies.
+"""The matmul k-loop, software-pipelined: later k-steps' tiles land while this one multiplies.
 
 ``for k in a .. b step s { acc = dot(x[m :+ BM, k :+ BK], y[k :+ BK, n :+ BN], acc) }``
 is recognised when both operands are window loads that ``cp.async`` can move
-and the product runs on the tensor cores.  Two shared-memory stages alternate.
-Each iteration waits for its own stage's copies, synchronises the block (so the
-copies are visible and everyone is done with the other stage), issues the
-copies of the next k-step into the other stage, and only then runs its
-``mma.sync`` steps, so global-memory latency hides behind the tensor cores.
-The next step's windows are the operands' own index expressions evaluated in a
-scope where the loop variable is rebound to its next value.
+and the product runs on the tensor cores.  ``S`` shared-memory stages
+(``pipeline_stages``: 2 to 4) rotate: before the loop the first ``S - 1``
+k-steps' copies are issued, one commit group each.  Each iteration waits until
+only the newest ``S - 2`` groups are pending (its own stage has landed),
+synchronises the block (so the copies are visible and everyone is done with
+the stage the previous iteration read), issues the copies of the k-step
+``S - 1`` ahead into that stage, and only then runs its ``mma.sync`` steps, so
+global-memory latency hides behind ``S - 1`` iterations of tensor-core work.
+A later step's windows are the operands' own index expressions evaluated in a
+scope where the loop variable is rebound to that step's value.
 """
 
 from __future__ import annotations
@@ -74,24 +77,26 @@ def emit_pipelined_loop(
     (m, k), n = dot.a.type.shape, dot.type.shape[1]
     a_bytes, b_bytes = operand_bytes(ctx, dot)
     stage_bytes = a_bytes + b_bytes
-    scratch = ctx.need_scratch(2 * stage_bytes)
+    stages = pipeline_stages(stage_bytes, ctx.arch)
+    scratch = ctx.need_scratch(stages * stage_bytes)
     t = ctype(dot.a.type.dtype)
-    stages = []
-    for s in range(2):
-        a, b = ctx.fresh("dot_a"), ctx.fresh("dot_b")
-        ctx.line(f"{t}* const {a} = reinterpret_cast<{t}*>({scratch} + {s * stage_bytes});")
-        offset = s * stage_bytes + a_bytes
-        ctx.line(f"{t}* const {b} = reinterpret_cast<{t}*>({scratch} + {offset});")
-        stages.append((a, b))
     a_access, b_access = ctx.access[dot.a.tensor.name], ctx.access[dot.b.tensor.name]
 
-    def issue(at: str, a_buffer: str, b_buffer: str) -> None:
-        """Copies of the operands' windows for loop value ``at`` (if the loop gets there)."""
+    def a_of(stage: str) -> str:
+        return f"reinterpret_cast<{t}*>({scratch} + {stage} * {stage_bytes})"
+
+    def b_of(stage: str) -> str:
+        return f"reinterpret_cast<{t}*>({scratch} + {stage} * {stage_bytes} + {a_bytes})"
+
+    def issue(at: str, stage: str) -> None:
+        """Copies of the operands' windows for loop value ``at`` (if the loop gets there)
+        into ``stage``, closed as one commit group (empty past the loop's end)."""
         with ctx.block(f"if ({at} < {stop})"):
             ctx.line(f"const {c} {var} = {at};")
             a_idx, b_idx = indices(dot.a.indices), indices(dot.b.indices)
-            memory.copy_tile_async(ctx, a_access, a_idx, ctx.layout((m, k)), a_buffer, k + 8)
-            memory.copy_tile_async(ctx, b_access, b_idx, ctx.layout((k, n)), b_buffer, n + 8)
+            memory.copy_tile_async(ctx, a_access, a_idx, ctx.layout((m, k)), a_of(stage), k + 8)
+            memory.copy_tile_async(ctx, b_access, b_idx, ctx.layout((k, n)), b_of(stage), n + 8)
+        ctx.line("phobos::copy_async_commit();")
 
     partial = dot.a.type.partial or dot.b.type.partial
     hoisted = _lanes_invariant(dot, loop.var)
@@ -99,21 +104,23 @@ def emit_pipelined_loop(
     if partial and hoisted:
         ctx.line(f"bool {meet} = true;  // every k-step's windows met")
     ctx.line("__syncthreads();")  # earlier users of the buffer are done
-    issue(start, *stages[0])
-    stage = ctx.fresh("stage")
-    ctx.line(f"int {stage} = 0;")
+    ctx.directive("#pragma unroll")
+    with ctx.block(f"for (int first = 0; first < {stages - 1}; ++first)"):
+        issue(f"{start} + first * {step}", "first")
+    read = ctx.fresh("stage")
+    ctx.line(f"int {read} = 0;  // the stage this iteration multiplies")
     ctx.forget_partials()
     with ctx.block(f"for ({c} {var} = {start}; {var} < {stop}; {var} += {step})"):
         ctx.line_info(loop.body[0].span)
-        ctx.line("phobos::copy_async_wait();")
+        ctx.line(f"phobos::copy_async_wait_pending<{stages - 2}>();")
         ctx.line("__syncthreads();")
         current_a, current_b = ctx.fresh("dot_a"), ctx.fresh("dot_b")
-        (a0, b0), (a1, b1) = stages
-        ctx.line(f"{t}* const {current_a} = {stage} ? {a1} : {a0};")
-        ctx.line(f"{t}* const {current_b} = {stage} ? {b1} : {b0};")
-        following = ctx.fresh("s")
-        ctx.line(f"const {c} {following} = {var} + {step};")
-        issue(following, f"({stage} ? {a0} : {a1})", f"({stage} ? {b0} : {b1})")
+        ctx.line(f"{t}* const {current_a} = {a_of(read)};")
+        ctx.line(f"{t}* const {current_b} = {b_of(read)};")
+        write, ahead = ctx.fresh("stage"), ctx.fresh("s")
+        ctx.line(f"const int {write} = {read} == 0 ? {stages - 1} : {read} - 1;")
+        ctx.line(f"const {c} {ahead} = {var} + {stages - 1} * {step};")
+        issue(ahead, write)
         layout = result_layout(ctx, dot)
         acc = operand(dot.acc)
         present = None
@@ -130,7 +137,7 @@ def emit_pipelined_loop(
             assign(loop.body[0].var, replace(result, mask=acc.mask, word=acc.word))
         else:
             assign(loop.body[0].var, product(ctx, dot, layout, staged, acc, present))
-        ctx.line(f"{stage} ^= 1;")
+        ctx.line(f"{read} = {read} == {stages - 1} ? 0 : {read} + 1;")
     if partial and hoisted:
         with ctx.block(f"if ({start} < {stop})"):
             ctx.line(f"const {c} {var} = {start};")
@@ -139,6 +146,31 @@ def emit_pipelined_loop(
             acc = operand(dot.acc)
             mask = and_masks(acc.mask, f"({meet} && {lanes})")
             assign(loop.body[0].var, TileValue(acc.dtype, acc.layout, acc.lane, mask))
+
+
+def pipeline_stages(stage_bytes: int, arch: str) -> int:
+    """Shared-memory stages of the k-loop: ``MAX_STAGES`` or fewer, at least 2.
+
+    A stage holds one k-step's ``a`` and ``b``; with ``s`` stages, ``s - 1``
+    k-steps of copies are in flight while one multiplies, which is what hides
+    global-memory latency.  The stages take at most half of an SM's shared
+    memory, so that two blocks of a small tiling still share an SM (and half
+    an SM is below what one block may ask for on every card).
+    """
+    per_sm = _SHARED_KIB_PER_SM.get(_compute_capability(arch), _SHARED_KIB_UNKNOWN) * 1024
+    fitting = (per_sm // 2) // stage_bytes
+    return max(2, min(MAX_STAGES, fitting))
+
+
+MAX_STAGES = 4
+# Shared memory of one SM (KiB) by compute capability; an unknown card gets the smallest.
+_SHARED_KIB_PER_SM = {80: 164, 86: 100, 87: 164, 89: 100, 90: 228, 100: 228, 103: 228, 120: 100}
+_SHARED_KIB_UNKNOWN = 100
+
+
+def _compute_capability(arch: str) -> int:
+    digits = "".join(ch for ch in arch.removeprefix("sm_") if ch.isdigit())
+    return int(digits) if digits else 0
 
 
 def _lanes_invariant(dot: ir.Dot, loop_var: ir.Variable) -> bool:

@@ -86,7 +86,9 @@ def generate(kernel: ir.Kernel, spec: Specialization, arch: str) -> GeneratedKer
     threads = _threads(kernel, largest, shapes, kernel_vec, has_dot, held)
     ctas = min_ctas_per_sm(threads, has_dot, held)
     signature = build_signature(kernel, spec, written)
-    ctx = EmitContext(threads, kernel_vec, spec.index_width, signature.access, read & written)
+    ctx = EmitContext(
+        threads, kernel_vec, spec.index_width, signature.access, read & written, arch=arch
+    )
     ctx.reloads = reloads
     for var_name, layout in _carried_layouts(ctx, nodes).items():
         ctx.prefer_layout(var_name, layout)

@@ -377,6 +377,8 @@ PHOBOS_INLINE void set_bit(u64* word, int bit) { atomicOr(word, 1ull << bit); }
 
 PHOBOS_INLINE void copy_async_16(void* shared, const void* global);
 PHOBOS_INLINE void copy_async_wait();
+PHOBOS_INLINE void copy_async_commit();
+template <int PENDING> PHOBOS_INLINE void copy_async_wait_pending();
 PHOBOS_INLINE void load_matrix_x2_trans(unsigned (&r)[2], const void* row);
 PHOBOS_INLINE void load_matrix_x4(unsigned (&r)[4], const void* row);
 PHOBOS_INLINE void load_matrix_x4_trans(unsigned (&r)[4], const void* row);
@@ -397,6 +399,14 @@ PHOBOS_INLINE void copy_async_16(void* shared, const void* global) {
 
 // Every cp.async of this thread has landed.
 PHOBOS_INLINE void copy_async_wait() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+
+// Close this thread's group of cp.async issued since the last commit (an empty group counts).
+PHOBOS_INLINE void copy_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+
+// Every committed group of this thread but the newest PENDING has landed.
+template <int PENDING> PHOBOS_INLINE void copy_async_wait_pending() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING) : "memory");
+}
 
 // Two 8x8 matrices of 16-bit values, transposed into a warp's fragments; lanes 0-15
 // give the rows' addresses.
