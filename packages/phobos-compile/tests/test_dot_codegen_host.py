@@ -67,6 +67,21 @@ def _matmul_launch(rng, values, m, n, k):
     return kernel, grid, args
 
 
+def _attention_launch(rng, kernel_name, values, inputs):
+    """One of the attention tutorial's kernels over 2 heads of 80 positions."""
+    kernel = lower(parse_file(ROOT / "examples" / "attention.ph"), kernel_name, values)
+    heads, positions, d = 2, 80, values["D"]
+    shapes = {"BH": heads, "S": positions, "D": d}
+    args = []
+    for tensor in kernel.tensors:
+        shape = tuple(shapes[dim] if isinstance(dim, str) else dim for dim in tensor.dims)
+        dtype = np.float16 if tensor.dtype == "f16" else np.float32
+        data = rng.standard_normal(shape) if tensor.name in inputs else np.zeros(shape)
+        args.append(data.astype(dtype))
+    block = values["BLOCK_N"] if kernel_name == "attention_backward_dkdv" else values["BLOCK_M"]
+    return kernel, (-(-positions // block), heads), [*args, np.float32(d**-0.5)]
+
+
 def _partial_launch(rng, values, steps):
     kernel = lower(parse(PARTIAL, "partial.ph"), "partial", values)
     args = [
@@ -99,6 +114,27 @@ def test_pipelined_dot_loops_compute_what_the_interpreter_does(tmp_path):
         _partial_launch(rng, {"BM": 32, "BN": 16, "BK": 16}, 0),
         _partial_launch(rng, {"BM": 32, "BN": 16, "BK": 16}, 6),  # a k-step past K: absent
     ]
+    attention = {"D": 32, "NUM_THREADS": 256}
+    made += [
+        _attention_launch(
+            rng,
+            "attention_forward",
+            {**attention, "BLOCK_M": 64, "BLOCK_N": 32, "CAUSAL": 1},
+            ("q", "k", "v"),
+        ),
+        _attention_launch(
+            rng,
+            "attention_backward_dq",
+            {**attention, "BLOCK_M": 64, "BLOCK_N": 32, "CAUSAL": 0},
+            ("q", "k", "v", "do", "lse", "delta"),
+        ),
+        _attention_launch(
+            rng,
+            "attention_backward_dkdv",
+            {**attention, "BLOCK_M": 32, "BLOCK_N": 64, "CAUSAL": 1},
+            ("q", "k", "v", "do", "lse", "delta"),
+        ),
+    ]
     launches, checks = [], []
     for number, (kernel, grid, expected) in enumerate(made):
         generated = _generated(kernel)
@@ -107,6 +143,10 @@ def test_pipelined_dot_loops_compute_what_the_interpreter_does(tmp_path):
         generated = dataclasses.replace(generated, source=source, entry=entry)
         got = [a.copy() if isinstance(a, np.ndarray) else a for a in expected]
         run(kernel, grid, expected)
+        written = [
+            not np.array_equal(w, g) for w, g in zip(expected, got) if isinstance(w, np.ndarray)
+        ]
+        assert any(written), f"{entry} writes nothing: the comparison would be vacuous"
         launches.append((generated, grid, got))
         checks.append((entry, expected, got))
     _host_harness().run_on_host(launches, tmp_path)

@@ -334,35 +334,35 @@ def _mma(
 ) -> None:
     """Each warp's tiles: fragments from shared memory, one mma.sync per tile and k-step of 16.
 
-    When each row of 16x8 tiles splits evenly over the warps, a warp's tiles
-    (``t = r * warps + warp``) sit in rows known at compile time and columns
-    ``warp`` apart, so the k-step loads each row's ``a`` fragment and each
-    column's ``b`` fragment once and reuses them across the warp's tiles.
-    A row's ``a`` fragment is one ``ldmatrix.x4``; two columns' ``b`` fragments
+    With a warp grid (``MmaLayout.warp_grid``) a warp's tiles sit in rows
+    ``down`` apart and columns ``across`` apart, at offsets known at compile
+    time, so the k-step loads each of its rows' ``a`` fragment and each of its
+    columns' ``b`` fragment once and reuses them across the warp's tiles.  A
+    row's ``a`` fragment is one ``ldmatrix.x4``; two columns' ``b`` fragments
     are one ``ldmatrix.x4.trans``.
     """
-    warps = ctx.threads // 32
-    per_row = layout.tiles_per_row
-    if layout.guarded or per_row % warps:
+    grid = layout.warp_grid
+    if grid is None:
         _mma_per_tile(ctx, layout, name, staged, dtype, k)
         return
-    rows = {r: r * warps // per_row for r in range(layout.repeats)}
-    columns = {r: r * warps % per_row for r in range(layout.repeats)}
+    down, across = grid
+    per_warp = layout.tiles_per_row // across  # a warp's tiles in one row
     with ctx.block(""):  # a scope: a kernel may hold several dots
-        ctx.line("const int warp = tid / 32;")
+        ctx.line(f"const int warp_row = (tid / 32) / {across};")
+        ctx.line(f"const int warp_col = (tid / 32) % {across};")
         _lane_rows(ctx)
         ctx.directive("#pragma unroll")
         with ctx.block(f"for (int kk = 0; kk < {k}; kk += 16)"):
-            for row in sorted(set(rows.values())):
-                _load_a(ctx, staged, f"fa{row}", str(row * 16))
-            ordered = sorted(set(columns.values()))
-            for first, second in zip(ordered[::2], ordered[1::2]):
-                _load_b_pair(ctx, staged, f"fb{first}", f"fb{second}", first, second)
-            if len(ordered) % 2:
-                last = ordered[-1]
-                _load_b(ctx, staged, f"fb{last}", f"({last} + warp) * 8")
+            for row in range(layout.repeats // per_warp):
+                _load_a(ctx, staged, f"fa{row}", f"({row * down} + warp_row) * 16")
+            columns = range(per_warp)
+            for first, second in zip(columns[::2], columns[1::2]):
+                _load_b_pair(ctx, staged, f"fb{first}", f"fb{second}", first, across)
+            if per_warp % 2:
+                last = per_warp - 1
+                _load_b(ctx, staged, f"fb{last}", f"({last * across} + warp_col) * 8")
             for r in range(layout.repeats):
-                operands = f"{name}[{r}], fa{rows[r]}, fb{columns[r]}"
+                operands = f"{name}[{r}], fa{r // per_warp}, fb{r % per_warp}"
                 ctx.line(f"phobos::mma_16816<{ctype(dtype)}>({operands});")
 
 
@@ -370,11 +370,11 @@ def _mma_per_tile(
     ctx: EmitContext, layout: MmaLayout, name: str, staged: Staged, dtype: str, k: int
 ) -> None:
     """Any tiling: each tile loads its own fragments."""
+    tile_row, tile_col = layout.tile()
     with ctx.block(""), group_loop(ctx, layout, skip_padding=True):
         _lane_rows(ctx)
-        per_row = layout.tiles_per_row
-        ctx.line(f"const int am = ((g / 32) / {per_row}) * 16;")
-        ctx.line(f"const int bn = ((g / 32) % {per_row}) * 8;")
+        ctx.line(f"const int am = {tile_row} * 16;")
+        ctx.line(f"const int bn = {tile_col} * 8;")
         ctx.directive("#pragma unroll")
         with ctx.block(f"for (int kk = 0; kk < {k}; kk += 16)"):
             _load_a(ctx, staged, "fa", "am")
@@ -407,14 +407,15 @@ def _load_b(ctx: EmitContext, staged: Staged, fragment: str, column: str) -> Non
 
 
 def _load_b_pair(
-    ctx: EmitContext, staged: Staged, first: str, second: str, first_col: int, second_col: int
+    ctx: EmitContext, staged: Staged, first: str, second: str, column: int, across: int
 ) -> None:
-    """The ``b`` fragments of tile columns ``first_col + warp`` and ``second_col + warp``.
+    """The ``b`` fragments of a warp's tile columns ``column`` and ``column + 1``.
 
-    Lanes 0-15 address the first column's k rows, lanes 16-31 the second's.
+    They are tile columns ``column * across + warp_col`` and ``across`` further;
+    lanes 0-15 address the first's k rows, lanes 16-31 the second's.
     """
-    column = f"({first_col} + warp + (lane_half / 8) * {second_col - first_col}) * 8"
-    address = f"{staged.b} + (kk + lane_row) * {staged.b_row} + {column}"
+    tile = f"({column * across} + warp_col + (lane_half / 8) * {across})"
+    address = f"{staged.b} + (kk + lane_row) * {staged.b_row} + {tile} * 8"
     both = f"{first}_{second}"
     ctx.line(f"unsigned {both}[4];")
     ctx.line(f"phobos::load_matrix_x4_trans({both}, {address});")

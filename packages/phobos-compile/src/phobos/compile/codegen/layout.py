@@ -230,10 +230,14 @@ class RowLayout:
 class MmaLayout:
     """The accumulator fragments of ``mma.sync.m16n8k16``: what ``dot`` leaves in registers.
 
-    The [M, N] tile is cut into 16x8 tiles, row-major; tile ``t`` belongs to warp
-    ``t % warps`` as its repeat ``t // warps``, so with ``g = r * threads + tid``
-    as everywhere else, ``g / 32`` is the tile and ``g % 32`` the lane in the warp.
-    Per the PTX ISA a lane holds 4 accumulators: rows ``lane / 4`` and
+    The [M, N] tile is cut into 16x8 tiles.  With ``g = r * threads + tid`` as
+    everywhere else, ``g % 32`` is the lane in the warp; the warps form a grid
+    (``warp_grid``: ``down`` x ``across``) and warp ``w`` holds, as its repeats,
+    the tiles at rows ``w / across`` + multiples of ``down`` and columns
+    ``w % across`` + multiples of ``across``, so a warp's tiles share few rows
+    and columns, and ``dot`` loads few ``a`` and ``b`` fragments per k-step.
+    Without such a grid, tile ``t = g / 32`` (row-major) is warp ``t % warps``'s
+    repeat ``t // warps``.  Per the PTX ISA a lane holds 4 accumulators: rows ``lane / 4`` and
     ``lane / 4 + 8``, columns ``(lane % 4) * 2`` and ``+ 1``.  A whole warp
     skips a repeat with no tile (``guarded``), so ``mma.sync`` always runs on
     full warps.
@@ -266,10 +270,43 @@ class MmaLayout:
     def guarded(self) -> bool:
         return self.groups % self.threads != 0
 
+    @property
+    def warp_grid(self) -> tuple[int, int] | None:
+        """``(down, across)`` warps, each warp's tiles ``rows / down`` by ``columns / across``.
+
+        The grid that moves the fewest fragment bytes per k-step (an ``a``
+        fragment is twice a ``b`` one), fewest warps down on a tie; None when
+        no grid divides the tiles evenly (a warp then takes tiles row-major).
+        """
+        if self.guarded:
+            return None
+        warps, rows, columns = self.threads // WARP, self.shape[0] // 16, self.tiles_per_row
+        grids = [
+            (down, warps // down)
+            for down in range(1, warps + 1)
+            if warps % down == 0 and rows % down == 0 and columns % (warps // down) == 0
+        ]
+        if not grids:
+            return None
+        return min(grids, key=lambda grid: (2 * rows // grid[0] + columns // grid[1], grid[0]))
+
+    def tile(self, group: str = "g") -> tuple[str, str]:
+        """The 16x8 tile (row, column, in tiles) that holds group ``group``'s lanes."""
+        grid = self.warp_grid
+        if grid is None:
+            per_row = self.tiles_per_row
+            return f"(({group} / 32) / {per_row})", f"(({group} / 32) % {per_row})"
+        down, across = grid
+        per_warp = self.tiles_per_row // across  # a warp's tiles in one row
+        repeat, warp = f"({group} / {self.threads})", f"(({group} % {self.threads}) / 32)"
+        row = f"(({repeat} / {per_warp}) * {down} + {warp} / {across})"
+        col = f"(({repeat} % {per_warp}) * {across} + {warp} % {across})"
+        return row, col
+
     def coords(self, lane: str = "i") -> tuple[str, ...]:
-        per_row = self.tiles_per_row
-        row = f"((g / 32) / {per_row}) * 16 + (g % 32) / 4 + ({lane} / 2) * 8"
-        col = f"((g / 32) % {per_row}) * 8 + (g % 4) * 2 + {lane} % 2"
+        tile_row, tile_col = self.tile()
+        row = f"{tile_row} * 16 + (g % 32) / 4 + ({lane} / 2) * 8"
+        col = f"{tile_col} * 8 + (g % 4) * 2 + {lane} % 2"
         return (row, col)
 
     def flat(self, lane: str = "i") -> str:
