@@ -3,8 +3,8 @@
 ``for k in a .. b step s { acc = dot(x[m :+ BM, k :+ BK], y[k :+ BK, n :+ BN], acc) }``
 is recognised when both operands are window loads that ``cp.async`` can move
 and the product runs on the tensor cores.  ``S`` shared-memory stages
-(``pipeline_stages``: 2 to 4) rotate: before the loop the first ``S - 1``
-k-steps' copies are issued, one commit group each.  Each iteration waits until
+(``pipeline_stages``: 2 to 4, as shared memory allows) rotate: before the loop
+the first ``S - 1`` k-steps' copies are issued, one commit group each.  Each iteration waits until
 only the newest ``S - 2`` groups are pending (its own stage has landed),
 synchronises the block (so the copies are visible and everyone is done with
 the stage the previous iteration read), issues the copies of the k-step
@@ -35,6 +35,7 @@ from phobos.compile.codegen.dot import (
 )
 from phobos.compile.codegen.dtypes import ctype
 from phobos.compile.codegen.layout import MmaLayout
+from phobos.compile.codegen.occupancy import MAX_REGISTERS, PAIRED_CTAS, REGISTERS_PER_SM
 from phobos.compile.codegen.values import TileValue, and_masks, variable_name
 from phobos.compile.codegen.walk import walk
 from phobos.compile.ir import nodes as ir
@@ -77,7 +78,7 @@ def emit_pipelined_loop(
     (m, k), n = dot.a.type.shape, dot.type.shape[1]
     a_bytes, b_bytes = operand_bytes(ctx, dot)
     stage_bytes = a_bytes + b_bytes
-    stages = pipeline_stages(stage_bytes, ctx.arch)
+    stages = pipeline_stages(stage_bytes, ctx.arch, ctx.threads, m * n // ctx.threads)
     scratch = ctx.need_scratch(stages * stage_bytes)
     t = ctype(dot.a.type.dtype)
     a_access, b_access = ctx.access[dot.a.tensor.name], ctx.access[dot.b.tensor.name]
@@ -148,24 +149,32 @@ def emit_pipelined_loop(
             assign(loop.body[0].var, TileValue(acc.dtype, acc.layout, acc.lane, mask))
 
 
-def pipeline_stages(stage_bytes: int, arch: str) -> int:
+def pipeline_stages(stage_bytes: int, arch: str, threads: int, accumulator_words: int) -> int:
     """Shared-memory stages of the k-loop: ``MAX_STAGES`` or fewer, at least 2.
 
     A stage holds one k-step's ``a`` and ``b``; with ``s`` stages, ``s - 1``
     k-steps of copies are in flight while one multiplies, which is what hides
-    global-memory latency.  The stages take at most half of an SM's shared
-    memory, so that two blocks of a small tiling still share an SM (and half
-    an SM is below what one block may ask for on every card).
+    global-memory latency.  Where a thread's accumulator and the registers
+    beside it (``_OTHER_REGISTERS``) reach what two blocks of ``threads`` may
+    each have, two blocks never share an SM, so the stages may fill what one
+    block may ask for; otherwise they take at most half of an SM's shared
+    memory, so that two blocks still share it.
     """
     per_sm = _SHARED_KIB_PER_SM.get(_compute_capability(arch), _SHARED_KIB_UNKNOWN) * 1024
-    fitting = (per_sm // 2) // stage_bytes
-    return max(2, min(MAX_STAGES, fitting))
+    paired_registers = min(MAX_REGISTERS, REGISTERS_PER_SM // (PAIRED_CTAS * threads))
+    alone = accumulator_words + _OTHER_REGISTERS >= paired_registers
+    budget = per_sm - _RESERVED_PER_BLOCK if alone else per_sm // 2
+    return max(2, min(MAX_STAGES, budget // stage_bytes))
 
 
 MAX_STAGES = 4
+_OTHER_REGISTERS = 64  # a thread's fragments, addresses and temporaries beside its accumulator
 # Shared memory of one SM (KiB) by compute capability; an unknown card gets the smallest.
 _SHARED_KIB_PER_SM = {80: 164, 86: 100, 87: 164, 89: 100, 90: 228, 100: 228, 103: 228, 120: 100}
 _SHARED_KIB_UNKNOWN = 100
+# What a block may ask for is the SM's shared memory less 1 KiB the system keeps per block,
+# less the kernel's static shared memory (the partials of reductions: a few KiB at most).
+_RESERVED_PER_BLOCK = 8 * 1024
 
 
 def _compute_capability(arch: str) -> int:
