@@ -28,7 +28,16 @@ def body(ph: str) -> str:
 
 
 @pytest.mark.parametrize(
-    "name", ["odd_comments", "blank_lines", "long_params", "precedence", "literals", "control"]
+    "name",
+    [
+        "odd_comments",
+        "blank_lines",
+        "long_params",
+        "long_lines",
+        "precedence",
+        "literals",
+        "control",
+    ],
 )
 def test_the_corpus_converts_to_its_expected_python(data: Path, name: str) -> None:
     ph = data / f"{name}.ph"

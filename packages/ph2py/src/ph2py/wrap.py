@@ -13,30 +13,22 @@ where they were (a comment at the end of a line ends the last line).
 
 from __future__ import annotations
 
+import textwrap
+
 import libcst as cst
 
-from ph2py.breaks import SOFT, SPACE, Doc, Group, IfBreak, Indent, render
+from ph2py.breaks import INDENT_WIDTH, SOFT, Doc, Group, IfBreak, Indent, render
+from ph2py.expression_docs import (
+    bracketed,
+    code,
+    expression,
+    has_brackets,
+    has_operators,
+    is_single_term,
+    may_keep_own_brackets,
+)
 
-_code = cst.Module([]).code_for_node
 _PRAGMAS = ("noqa", "type:", "pyright:", "pylint:", "nosec", "isort:", "ruff:")
-# Python's operator precedence, weakest first: the weakest operators of a chain break first.
-_BOOLEAN = {cst.Or: 1, cst.And: 2}
-_COMPARE = 4
-_BINARY = {
-    cst.BitOr: 5,
-    cst.BitXor: 6,
-    cst.BitAnd: 7,
-    cst.LeftShift: 8,
-    cst.RightShift: 8,
-    cst.Add: 9,
-    cst.Subtract: 9,
-    cst.Multiply: 10,
-    cst.Divide: 10,
-    cst.FloorDivide: 10,
-    cst.Modulo: 10,
-    cst.MatrixMultiply: 10,
-}
-_Operation = cst.BinaryOperation | cst.BooleanOperation | cst.Comparison
 
 
 def wrap_long_lines(statement: cst.BaseStatement, line_length: int) -> cst.BaseStatement:
@@ -55,7 +47,7 @@ class _Wrapper(cst.CSTTransformer):
 
     @property
     def width(self) -> int:
-        return self.line_length - 4 * self.depth
+        return self.line_length - INDENT_WIDTH * self.depth
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> bool:
         self.depth += 1
@@ -79,11 +71,11 @@ class _Wrapper(cst.CSTTransformer):
     ) -> cst.SimpleStatementLine:
         if len(updated.body) != 1:
             return updated
+        parts = _statement_parts(updated.body[0])
+        if parts is None:
+            return updated
         comment = _reserved(updated.trailing_whitespace)
-        ways = [_lay_out(*way, comment, self.width) for way in _statement_parts(updated.body[0])]
-        laid_out = [text for text in ways if text is not None]
-        fitting = [text for text in laid_out if _first_line(text) <= self.width]
-        text = (fitting or laid_out or [None])[0]
+        text = _lay_out(*parts, comment, self.width)
         if text is None:
             return updated
         wrapped = cst.parse_statement(text + "\n")
@@ -126,7 +118,7 @@ class _Wrapper(cst.CSTTransformer):
         )
 
     def leave_For(self, original: cst.For, updated: cst.For) -> cst.For:
-        text = self._header(f"for {_code(updated.target)} in ", updated.iter, updated.body)
+        text = self._header(f"for {code(updated.target)} in ", updated.iter, updated.body)
         if text is None:
             return updated
         parsed = cst.parse_statement(f"{text}\n    pass\n")
@@ -139,15 +131,17 @@ class _Wrapper(cst.CSTTransformer):
         self, original: cst.FunctionDef, updated: cst.FunctionDef
     ) -> cst.FunctionDef:
         if isinstance(updated.whitespace_before_params, cst.ParenthesizedWhitespace):
-            return updated  # laid out one a line already, for the comments between parameters
+            # One a line already, for the comments between them: only a long one breaks.
+            params = [self._parameter_line(p) for p in updated.params.params]
+            return updated.with_changes(params=updated.params.with_changes(params=params))
         params = updated.params.params
-        items = [(_code(p.name), ": ", _expression(p.annotation.annotation)) for p in params]
+        items = [(code(p.name), ": ", expression(p.annotation.annotation)) for p in params]
         returns = ()
         if updated.returns is not None:
-            returns = (" -> ", _expression(updated.returns.annotation))
+            returns = (" -> ", expression(updated.returns.annotation))
         doc = (
             f"def {updated.name.value}",
-            _bracketed("(", items, ")", comma_after_one=True),
+            bracketed("(", items, ")", comma_after_one=True),
             *returns,
             ":",
             _reserved(_header_comment(updated.body)),
@@ -163,6 +157,23 @@ class _Wrapper(cst.CSTTransformer):
             returns=parsed.returns,
         )
 
+    def _parameter_line(self, param: cst.Param) -> cst.Param:
+        """A parameter on a line of its own, its annotation broken if the line is too long."""
+        end = param.comma.whitespace_after if isinstance(param.comma, cst.Comma) else None
+        comment = _reserved(
+            end.first_line if isinstance(end, cst.ParenthesizedWhitespace) else None
+        )
+        annotation = param.annotation.annotation
+        doc = (f"{code(param.name)}: ", expression(annotation), ",", comment)
+        text = render(doc, self.width - INDENT_WIDTH).rstrip(" ")
+        if "\n" not in text:
+            return param
+        parsed = cst.parse_statement(
+            f"def _(\n{textwrap.indent(text, ' ' * INDENT_WIDTH)}\n):\n    pass\n"
+        )
+        assert isinstance(parsed, cst.FunctionDef)
+        return param.with_changes(annotation=parsed.params.params[0].annotation)
+
     def _header(self, head: str, value: cst.BaseExpression, body: cst.BaseSuite) -> str | None:
         return _lay_out(head, value, ":", _reserved(_header_comment(body)), self.width)
 
@@ -170,27 +181,28 @@ class _Wrapper(cst.CSTTransformer):
 # ---------------------------------------------------------------------- statements
 
 
-def _statement_parts(small: cst.BaseSmallStatement) -> list[tuple[Doc, cst.BaseExpression, str]]:
-    """The ways to split a statement: what stands before the expression that may break,
-    the expression, and what follows it; the first way whose first line fits is taken."""
+def _statement_parts(
+    small: cst.BaseSmallStatement,
+) -> tuple[Doc, cst.BaseExpression, str] | None:
+    """What stands before the statement's last expression (a target may break too), the
+    expression, and what follows it."""
     if isinstance(small, cst.AnnAssign) and small.value is not None:
-        annotation = _code(small.annotation.annotation)
-        return [((_expression(small.target, nested=False), f": {annotation} = "), small.value, "")]
+        annotation = code(small.annotation.annotation)
+        return (expression(small.target, nested=False), f": {annotation} = "), small.value, ""
     if isinstance(small, cst.Assign) and len(small.targets) == 1:
-        return [((_expression(small.targets[0].target, nested=False), " = "), small.value, "")]
+        return (expression(small.targets[0].target, nested=False), " = "), small.value, ""
     if isinstance(small, cst.AugAssign):
-        operator = f" {_code(small.operator).strip()} "
-        return [((_expression(small.target, nested=False), operator), small.value, "")]
+        operator = f" {code(small.operator).strip()} "
+        return (expression(small.target, nested=False), operator), small.value, ""
     if isinstance(small, cst.Return) and small.value is not None:
-        return [("return ", small.value, "")]
+        return "return ", small.value, ""
     if isinstance(small, cst.Expr):
-        return [("", small.value, "")]
+        return "", small.value, ""
     if isinstance(small, cst.Assert):
         if small.msg is None:
-            return [("assert ", small.test, "")]
-        test, message = _code(small.test), _code(small.msg)
-        return [(f"assert {test}, ", small.msg, ""), ("assert ", small.test, f", {message}")]
-    return []
+            return "assert ", small.test, ""
+        return ("assert ", _test_before_message(small.test), ", "), small.msg, ""
+    return None
 
 
 def _lay_out(
@@ -199,39 +211,80 @@ def _lay_out(
     """``head value end`` in lines of ``width`` columns, room left for the ``comment`` at its
     end; None when the line is best left as it is.
 
-    In ruff's order of preference: the value breaks its own brackets, when ruff's rule
-    lets it (no operator outside them, or one weakest operator and brackets that end or
-    open the value) and the first line then fits; else it is put in parentheses on lines
-    of its own (a value with nothing to break only if it then fits, comment aside); else
-    the brackets of the target (``out[...] = ...``) break.
+    An operation keeps its own brackets when ruff's rule lets it (``acc * s + f(`` ...
+    ``)``) and the lines around them fit; otherwise it goes in parentheses on lines of
+    its own, and the target's brackets break only if ``target = (`` does not fit.  A single term (a name, a call,
+    a subscript) takes the first of ruff's layouts that fits, see ``_single_term``.
     """
     flat_head = render(head, _UNLIMITED)
-    line = flat_head + render(_expression(value, nested=False), _UNLIMITED) + end
-    atom = not _breakable(value)
-    if len(line + comment) <= width or (atom and len(line) <= width):
+    own = expression(value, nested=False)
+    line = flat_head + render(own, _UNLIMITED) + end
+    if len(line + comment) <= width:
         return None
-    if not atom and _may_keep_own_brackets(value):
-        text = _render((flat_head, _expression(value, nested=False)), end + comment, width)
-        if _first_line(text) <= width:
+    if is_single_term(value):
+        return _single_term(head, value, end, comment, width, line_fits=len(line) <= width)
+    tail = end + comment
+    if not has_operators(value):  # `not f(x)`, `-t[i]`: brackets break, else parentheses
+        text = _render((head, own), tail, width)
+        return text if "\n" in text else _render((head, _parenthesised(value)), tail, width)
+    keeps_brackets = may_keep_own_brackets(value)
+    if keeps_brackets and _ends_fit(_render((flat_head, own), tail, width), width):
+        return _render((flat_head, own), tail, width)
+    text = _render((head, _parenthesised(value)), tail, width)
+    if keeps_brackets and not text.startswith(flat_head):  # the target broke: no parentheses
+        return _render((head, own), tail, width)
+    return text
+
+
+def _single_term(
+    head: Doc, value: cst.BaseExpression, end: str, comment: str, width: int, line_fits: bool
+) -> str | None:
+    """ruff's layouts for a single term, the first whose first line fits: its own brackets
+    broken; the term in parentheses on lines of its own (a name or number only if it then
+    fits); the target's brackets broken.  A name or
+    number whose line is too long only for its end comment stays as it is: ruff would move
+    the comment into the parentheses, where it is no longer the statement's."""
+    flat_head = render(head, _UNLIMITED)
+    own = expression(value, nested=False)
+    brackets = has_brackets(value)
+    if not brackets and line_fits:
+        return None
+    if brackets:
+        text = _render((flat_head, own), end + comment, width)
+        if _ends_fit(text, width):
             return text
-    parenthesised = Group((IfBreak("("), Indent((SOFT, _expression(value))), SOFT, IfBreak(")")))
-    text = _render((flat_head, parenthesised), end + comment, width)
-    if atom:
-        fits = max(map(len, _render((flat_head, parenthesised), end, width).splitlines())) <= width
-    else:
-        fits = _first_line(text) <= width
-    if fits:
-        return text
-    if atom:
-        return None  # ruff would move the end comment inside the parentheses, off the line
-    own = _may_keep_own_brackets(value)
-    text = _render(
-        (head, _expression(value, nested=False) if own else parenthesised), end + comment, width
-    )
+    parenthesised = _render((flat_head, _parenthesised(value)), end + comment, width)
+    if brackets and _first_line(parenthesised) <= width:
+        return parenthesised
+    lines = _render((flat_head, _parenthesised(value)), end, width).split("\n")
+    if not brackets and max(map(len, lines)) <= width:
+        return parenthesised
+    value_doc = own if brackets or comment else _parenthesised(value)
+    text = _render((head, value_doc), end + comment, width)
     return text if "\n" in text else None
 
 
+def _ends_fit(text: str, width: int) -> bool:
+    """Whether the first and the last line of ``text`` fit (a comment may overhang)."""
+    lines = text.split("\n")
+    return len(lines[0]) <= width and len(lines[-1]) <= width
+
+
 _UNLIMITED = 1 << 30
+
+
+def _test_before_message(test: cst.BaseExpression) -> Doc:
+    """An assert's test, followed by its message: its own brackets break where ruff's rule
+    lets them, else it goes in parentheses."""
+    own = expression(test, nested=False)
+    if is_single_term(test) or not has_operators(test):
+        return own if has_brackets(test) or not is_single_term(test) else _parenthesised(test)
+    return own if may_keep_own_brackets(test) else _parenthesised(test)
+
+
+def _parenthesised(value: cst.BaseExpression) -> Doc:
+    """The value in parentheses on lines of its own, if it does not fit on the line."""
+    return Group((IfBreak("("), Indent((SOFT, expression(value))), SOFT, IfBreak(")")))
 
 
 def _render(doc: Doc, tail: str, width: int) -> str:
@@ -240,23 +293,6 @@ def _render(doc: Doc, tail: str, width: int) -> str:
 
 def _first_line(text: str) -> int:
     return len(text.split("\n", 1)[0])
-
-
-def _breakable(value: cst.BaseExpression) -> bool:
-    """Whether the value has brackets or an operator, somewhere to break it."""
-    return bool(_operators(value)) or any(
-        isinstance(node, cst.Call | cst.Subscript | cst.List | cst.Set) or node.lpar
-        for node in _operands(value)
-    )
-
-
-def _may_keep_own_brackets(value: cst.BaseExpression) -> bool:
-    levels = _operators(value)
-    if not levels:
-        return True
-    if levels.count(min(levels)) > 1:
-        return False
-    return _opens_brackets(_last_operand(value)) or _starts_with_brackets(value)
 
 
 def _reserved(end: cst.TrailingWhitespace | None) -> str:
@@ -269,162 +305,3 @@ def _reserved(end: cst.TrailingWhitespace | None) -> str:
 
 def _header_comment(body: cst.BaseSuite) -> cst.TrailingWhitespace | None:
     return body.header if isinstance(body, cst.IndentedBlock) else None
-
-
-# ---------------------------------------------------------------------- expressions
-
-
-def _expression(node: cst.BaseExpression, nested: bool = True) -> Doc:
-    """The document of an expression; ``nested``: inside brackets, where its operators may break."""
-    if node.lpar:
-        inner = _expression(node.with_changes(lpar=[], rpar=[]))
-        return Group(("(", Indent((SOFT, inner)), SOFT, ")"))
-    if isinstance(node, cst.Call):
-        args = [_argument(arg) for arg in node.args]
-        return (_expression(node.func, nested), _bracketed("(", args, ")"))
-    if isinstance(node, cst.Subscript):
-        elements = [_subscript_element(e) for e in node.slice]
-        return (_expression(node.value, nested), _bracketed("[", elements, "]"))
-    if isinstance(node, cst.List | cst.Set):
-        elements = [_expression(e.value) for e in node.elements]
-        open_, close = ("[", "]") if isinstance(node, cst.List) else ("{", "}")
-        return _bracketed(open_, elements, close)
-    if isinstance(node, cst.UnaryOperation):
-        return (_code(node.operator), _expression(node.expression, nested))
-    if isinstance(node, _Operation):
-        return _chain(node, nested)
-    return _code(node)
-
-
-def _argument(arg: cst.Arg) -> Doc:
-    if arg.keyword is None:
-        return _expression(arg.value)
-    return (f"{arg.keyword.value}=", _expression(arg.value))
-
-
-def _subscript_element(element: cst.SubscriptElement) -> Doc:
-    part = element.slice
-    if isinstance(part, cst.Index):
-        return _expression(part.value)
-    assert isinstance(part, cst.Slice)
-    lower = "" if part.lower is None else _expression(part.lower)
-    upper = "" if part.upper is None else _expression(part.upper)
-    return (lower, _code(part.first_colon), upper)
-
-
-def _bracketed(open_: str, items: list[Doc], close: str, comma_after_one: bool = False) -> Doc:
-    """Items in brackets: on the line, else on one indented line, else one a line with a
-    trailing comma (a lone item gets one only in a parameter list, as ruff writes it)."""
-    if not items:
-        return open_ + close
-    if len(items) == 1:
-        comma = (IfBreak(","),) if comma_after_one else ()
-        return Group((open_, Indent((SOFT, items[0], *comma)), SOFT, close))
-    separated: list[Doc] = [items[0]]
-    for item in items[1:]:
-        separated += [",", SPACE, item]
-    inner = Group((*separated, IfBreak(",")))
-    return Group((open_, Indent((SOFT, inner)), SOFT, close))
-
-
-def _chain(node: _Operation, nested: bool) -> Doc:
-    """``a + b - c``: the operands of one precedence, breaking before each operator inside
-    brackets; the stronger operations among the operands are groups of their own."""
-    operands, operators = _flatten(node)
-    parts: list[Doc] = [_expression(operands[0], nested)]
-    for operator, operand in zip(operators, operands[1:]):
-        parts += [SPACE if nested else " ", f"{operator} ", _expression(operand, nested)]
-    return Group(tuple(parts)) if nested else tuple(parts)
-
-
-def _flatten(node: cst.BaseExpression) -> tuple[list[cst.BaseExpression], list[str]]:
-    """The operands and operators of the chain of one precedence that ``node`` heads."""
-    level = _level(node)
-    operands: list[cst.BaseExpression] = []
-    operators: list[str] = []
-    while isinstance(node, _Operation) and not node.lpar and _level(node) == level:
-        if isinstance(node, cst.Comparison):
-            for target in reversed(node.comparisons):
-                operands.append(target.comparator)
-                operators.append(_code(target.operator).strip())
-            node = node.left
-        else:
-            operands.append(node.right)
-            operators.append(_code(node.operator).strip())
-            node = node.left
-    operands.append(node)
-    return operands[::-1], operators[::-1]
-
-
-def _level(node: cst.BaseExpression) -> int | None:
-    if isinstance(node, cst.BooleanOperation):
-        return _BOOLEAN[type(node.operator)]
-    if isinstance(node, cst.Comparison):
-        return _COMPARE
-    if isinstance(node, cst.BinaryOperation):
-        return _BINARY[type(node.operator)]
-    return None
-
-
-def _operators(node: cst.BaseExpression) -> list[int]:
-    """The precedence of every operator outside brackets and parentheses."""
-    if node.lpar:
-        return []
-    if isinstance(node, cst.UnaryOperation):
-        return _operators(node.expression)
-    if isinstance(node, cst.Comparison):
-        found = _operators(node.left)
-        for target in node.comparisons:
-            found += [_COMPARE, *_operators(target.comparator)]
-        return found
-    if isinstance(node, cst.BinaryOperation | cst.BooleanOperation):
-        level = _level(node)
-        assert level is not None
-        return [*_operators(node.left), level, *_operators(node.right)]
-    return []
-
-
-def _operands(node: cst.BaseExpression) -> list[cst.BaseExpression]:
-    """The operands of the operators outside brackets (the node itself if it has none)."""
-    if node.lpar:
-        return [node]
-    if isinstance(node, cst.UnaryOperation):
-        return _operands(node.expression)
-    if isinstance(node, cst.Comparison):
-        found = _operands(node.left)
-        for target in node.comparisons:
-            found += _operands(target.comparator)
-        return found
-    if isinstance(node, cst.BinaryOperation | cst.BooleanOperation):
-        return [*_operands(node.left), *_operands(node.right)]
-    return [node]
-
-
-def _last_operand(node: cst.BaseExpression) -> cst.BaseExpression:
-    while not node.lpar:
-        if isinstance(node, cst.BinaryOperation | cst.BooleanOperation):
-            node = node.right
-        elif isinstance(node, cst.Comparison):
-            node = node.comparisons[-1].comparator
-        elif isinstance(node, cst.UnaryOperation):
-            node = node.expression
-        else:
-            break
-    return node
-
-
-def _starts_with_brackets(node: cst.BaseExpression) -> bool:
-    """Whether the value opens with a bracket of its own: ``(a + b) // c``, ``[a, b] ...``."""
-    while not node.lpar and isinstance(node, _Operation):
-        node = node.left
-    return bool(node.lpar) or (isinstance(node, cst.List | cst.Set) and bool(node.elements))
-
-
-def _opens_brackets(node: cst.BaseExpression) -> bool:
-    """Brackets ruff breaks rather than add parentheses: a call's with arguments, a list's,
-    a set's, parentheses; not a subscript's, which looks odd broken outside parentheses."""
-    if node.lpar:
-        return True
-    if isinstance(node, cst.Call):
-        return bool(node.args)
-    return isinstance(node, cst.List | cst.Set) and bool(node.elements)
