@@ -10,6 +10,7 @@ import pytest
 
 from ph2py import convert_source
 from ph2py.cli import main
+from ph2py.line_length import line_length_for
 from phobos.compile.diagnostics import PhobosError
 
 SAXPY = (
@@ -194,3 +195,69 @@ def test_the_command_runs_as_python_dash_m(tmp_path: Path) -> None:
     assert result.stdout == ""
     assert result.stderr.startswith(f"{ph}:2:20: error:")
     assert "Traceback" not in result.stderr
+
+
+# ---------------------------------------------------------------------- line length
+
+LONG = (
+    "kernel k(input_values: tensor<f32>[ROWS, COLUMNS], output_values: tensor<f32>[ROWS]) {\n"
+    "    output_values[0] = input_values[0, 0]\n"
+    "}\n"
+)
+
+
+def longest_line(path: Path) -> int:
+    return max(len(line) for line in path.read_text(encoding="utf-8").splitlines())
+
+
+def test_the_line_length_is_the_nearest_ruff_configurations(tmp_path: Path) -> None:
+    write(tmp_path / "pyproject.toml", "[tool.ruff]\nline-length = 60\n")
+    write(tmp_path / "package" / "pyproject.toml", "[project]\nname = 'package'\n")  # no ruff
+    write(tmp_path / "package" / "sub" / "ruff.toml", "line-length = 100\n")
+    first = write(tmp_path / "package" / "k.ph", LONG)
+    second = write(tmp_path / "package" / "sub" / "k.ph", LONG)
+    assert line_length_for(first.with_suffix(".py")) == 60
+    assert line_length_for(second.with_suffix(".py")) == 100
+    assert main([str(tmp_path)]) == 0
+    assert longest_line(first.with_suffix(".py")) <= 60
+    assert longest_line(second.with_suffix(".py")) == len(
+        "def k(input_values: ph.tensor[ph.f32][ROWS, COLUMNS], output_values: ph.tensor[ph.f32][ROWS]):"
+    )
+
+
+def test_without_a_ruff_configuration_the_line_length_is_88(tmp_path: Path) -> None:
+    write(tmp_path / "pyproject.toml", "[project]\nname = 'plain'\n")
+    ph = write(tmp_path / "k.ph", LONG)
+    if any((folder / "pyproject.toml").exists() for folder in tmp_path.parent.parents):
+        pytest.skip("a pyproject.toml above the temporary folder may configure ruff")
+    assert line_length_for(ph.with_suffix(".py")) == 88
+    assert main([str(ph)]) == 0
+    assert ph.with_suffix(".py").read_text(encoding="utf-8") == expected(ph)
+
+
+def test_dash_dash_line_length_overrides_the_configuration_and_check_follows_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write(tmp_path / "pyproject.toml", "[tool.ruff]\nline-length = 60\n")
+    ph = write(tmp_path / "k.ph", LONG)
+    assert main([str(ph), "--line-length", "120"]) == 0
+    assert longest_line(ph.with_suffix(".py")) > 60
+    assert main(["--check", str(ph), "--line-length", "120"]) == 0
+    assert main(["--check", str(ph)]) == 1  # the configuration's 60 wraps it differently
+    assert capsys.readouterr().out == f"{ph.with_suffix('.py')} is out of date with {ph}\n"
+
+
+def test_a_line_length_that_is_not_a_length_is_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = write(tmp_path / "pyproject.toml", '[tool.ruff]\nline-length = "wide"\n')
+    ph = write(tmp_path / "k.ph", LONG)
+    assert main([str(ph)]) == 1
+    assert capsys.readouterr().err == (
+        f"ph2py: error: line-length in {config} is 'wide', not a positive number\n"
+    )
+    assert not ph.with_suffix(".py").exists()
+    with pytest.raises(SystemExit) as exc:
+        main([str(ph), "--line-length", "0"])
+    assert exc.value.code == 2
+    assert "'0' is not a positive number of columns" in capsys.readouterr().err

@@ -32,3 +32,18 @@ def test_the_documented_conversion_is_what_ph2py_writes(
 ) -> None:
     ph, python = _ph_and_python(repo / page, ph_after, python_after)
     assert convert_source(ph, "example.ph").python == python
+
+
+@pytest.mark.parametrize(
+    ("after", "line_length"),
+    [("(this repository's), the `@autotune(...)`", 100), ("at 80 columns a statement", 80)],
+)
+def test_the_long_lines_examples_are_what_ph2py_writes(
+    repo: Path, after: str, line_length: int
+) -> None:
+    text = (repo / "docs" / "ph2py.md").read_text(encoding="utf-8")
+    block = _BLOCK.search(text, text.index(after))
+    assert block is not None
+    ph = repo / "examples" / "attention.ph"
+    python = convert_source(ph.read_text(encoding="utf-8"), str(ph), line_length=line_length)
+    assert block.group(1) in python.python

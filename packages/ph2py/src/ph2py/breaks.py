@@ -110,3 +110,12 @@ def _fits(first: tuple[int, bool, Doc], rest: Sequence[tuple[int, bool, Doc]], r
         elif isinstance(part, IfBreak) and mode == _BREAK:
             room -= len(part.text)
     return False
+
+
+def has_group(doc: Doc) -> bool:
+    """Whether ``doc`` has a group, somewhere it may break."""
+    if isinstance(doc, Group):
+        return True
+    if isinstance(doc, Indent):
+        return has_group(doc.parts)
+    return isinstance(doc, tuple) and any(has_group(part) for part in doc)

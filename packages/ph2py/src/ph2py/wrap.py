@@ -1,12 +1,11 @@
 """Long lines of a converted definition, wrapped as ruff format wraps them.
 
 Each statement, header and decorator line that is longer than the line length
-is described as a document (``ph2py.breaks``) and printed again: brackets break
-outermost first, their contents go on one indented line when that fits, else
-one item a line with a trailing comma; an operator chain inside brackets breaks
-before its operators.  The right-hand side of a statement keeps its own
-brackets when it has some to break (``x = f(`` ... ``)``) and is otherwise put
-in parentheses, by the rules ruff follows.  The printed text is parsed back
+is described as a document (``ph2py.expression_docs``) and printed again in
+the layout ruff would choose (``ph2py.ruff_rules``): brackets break outermost
+first, their contents on one indented line when that fits, else one item a line
+with a trailing comma; a value that cannot keep its own brackets goes in
+parentheses, broken before its operators.  The printed text is parsed back
 with libcst, so only whitespace changes: the program, and every comment, stay
 where they were (a comment at the end of a line ends the last line).
 """
@@ -17,16 +16,9 @@ import textwrap
 
 import libcst as cst
 
-from ph2py.breaks import INDENT_WIDTH, SOFT, Doc, Group, IfBreak, Indent, render
-from ph2py.expression_docs import (
-    bracketed,
-    code,
-    expression,
-    has_brackets,
-    has_operators,
-    is_single_term,
-    may_keep_own_brackets,
-)
+from ph2py.breaks import INDENT_WIDTH, Doc, render
+from ph2py.expression_docs import bracketed, code, expression
+from ph2py.ruff_rules import lay_out, test_before_message
 
 _PRAGMAS = ("noqa", "type:", "pyright:", "pylint:", "nosec", "isort:", "ruff:")
 
@@ -75,7 +67,7 @@ class _Wrapper(cst.CSTTransformer):
         if parts is None:
             return updated
         comment = _reserved(updated.trailing_whitespace)
-        text = _lay_out(*parts, comment, self.width)
+        text = lay_out(*parts, comment, self.width)
         if text is None:
             return updated
         wrapped = cst.parse_statement(text + "\n")
@@ -84,7 +76,7 @@ class _Wrapper(cst.CSTTransformer):
 
     def leave_Decorator(self, original: cst.Decorator, updated: cst.Decorator) -> cst.Decorator:
         comment = _reserved(updated.trailing_whitespace)
-        text = _lay_out("@", updated.decorator, "", comment, self.width)
+        text = lay_out("@", updated.decorator, "", comment, self.width)
         if text is None:
             return updated
         parsed = cst.parse_statement(f"{text}\ndef _():\n    pass\n")
@@ -175,7 +167,7 @@ class _Wrapper(cst.CSTTransformer):
         return param.with_changes(annotation=parsed.params.params[0].annotation)
 
     def _header(self, head: str, value: cst.BaseExpression, body: cst.BaseSuite) -> str | None:
-        return _lay_out(head, value, ":", _reserved(_header_comment(body)), self.width)
+        return lay_out(head, value, ":", _reserved(_header_comment(body)), self.width)
 
 
 # ---------------------------------------------------------------------- statements
@@ -201,98 +193,8 @@ def _statement_parts(
     if isinstance(small, cst.Assert):
         if small.msg is None:
             return "assert ", small.test, ""
-        return ("assert ", _test_before_message(small.test), ", "), small.msg, ""
+        return ("assert ", test_before_message(small.test), ", "), small.msg, ""
     return None
-
-
-def _lay_out(
-    head: Doc, value: cst.BaseExpression, end: str, comment: str, width: int
-) -> str | None:
-    """``head value end`` in lines of ``width`` columns, room left for the ``comment`` at its
-    end; None when the line is best left as it is.
-
-    An operation keeps its own brackets when ruff's rule lets it (``acc * s + f(`` ...
-    ``)``) and the lines around them fit; otherwise it goes in parentheses on lines of
-    its own, and the target's brackets break only if ``target = (`` does not fit.  A single term (a name, a call,
-    a subscript) takes the first of ruff's layouts that fits, see ``_single_term``.
-    """
-    flat_head = render(head, _UNLIMITED)
-    own = expression(value, nested=False)
-    line = flat_head + render(own, _UNLIMITED) + end
-    if len(line + comment) <= width:
-        return None
-    if is_single_term(value):
-        return _single_term(head, value, end, comment, width, line_fits=len(line) <= width)
-    tail = end + comment
-    if not has_operators(value):  # `not f(x)`, `-t[i]`: brackets break, else parentheses
-        text = _render((head, own), tail, width)
-        return text if "\n" in text else _render((head, _parenthesised(value)), tail, width)
-    keeps_brackets = may_keep_own_brackets(value)
-    if keeps_brackets and _ends_fit(_render((flat_head, own), tail, width), width):
-        return _render((flat_head, own), tail, width)
-    text = _render((head, _parenthesised(value)), tail, width)
-    if keeps_brackets and not text.startswith(flat_head):  # the target broke: no parentheses
-        return _render((head, own), tail, width)
-    return text
-
-
-def _single_term(
-    head: Doc, value: cst.BaseExpression, end: str, comment: str, width: int, line_fits: bool
-) -> str | None:
-    """ruff's layouts for a single term, the first whose first line fits: its own brackets
-    broken; the term in parentheses on lines of its own (a name or number only if it then
-    fits); the target's brackets broken.  A name or
-    number whose line is too long only for its end comment stays as it is: ruff would move
-    the comment into the parentheses, where it is no longer the statement's."""
-    flat_head = render(head, _UNLIMITED)
-    own = expression(value, nested=False)
-    brackets = has_brackets(value)
-    if not brackets and line_fits:
-        return None
-    if brackets:
-        text = _render((flat_head, own), end + comment, width)
-        if _ends_fit(text, width):
-            return text
-    parenthesised = _render((flat_head, _parenthesised(value)), end + comment, width)
-    if brackets and _first_line(parenthesised) <= width:
-        return parenthesised
-    lines = _render((flat_head, _parenthesised(value)), end, width).split("\n")
-    if not brackets and max(map(len, lines)) <= width:
-        return parenthesised
-    value_doc = own if brackets or comment else _parenthesised(value)
-    text = _render((head, value_doc), end + comment, width)
-    return text if "\n" in text else None
-
-
-def _ends_fit(text: str, width: int) -> bool:
-    """Whether the first and the last line of ``text`` fit (a comment may overhang)."""
-    lines = text.split("\n")
-    return len(lines[0]) <= width and len(lines[-1]) <= width
-
-
-_UNLIMITED = 1 << 30
-
-
-def _test_before_message(test: cst.BaseExpression) -> Doc:
-    """An assert's test, followed by its message: its own brackets break where ruff's rule
-    lets them, else it goes in parentheses."""
-    own = expression(test, nested=False)
-    if is_single_term(test) or not has_operators(test):
-        return own if has_brackets(test) or not is_single_term(test) else _parenthesised(test)
-    return own if may_keep_own_brackets(test) else _parenthesised(test)
-
-
-def _parenthesised(value: cst.BaseExpression) -> Doc:
-    """The value in parentheses on lines of its own, if it does not fit on the line."""
-    return Group((IfBreak("("), Indent((SOFT, expression(value))), SOFT, IfBreak(")")))
-
-
-def _render(doc: Doc, tail: str, width: int) -> str:
-    return render((doc, tail), width).rstrip(" ")
-
-
-def _first_line(text: str) -> int:
-    return len(text.split("\n", 1)[0])
 
 
 def _reserved(end: cst.TrailingWhitespace | None) -> str:
