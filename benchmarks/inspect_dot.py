@@ -5,7 +5,10 @@ through nvJitLink), disassembles the cubin with nvdisasm (the ``nvidia-cuda-nvdi
 wheel) and prints ptxas' registers and spills, the shared memory a block asks for, the
 CTAs that fit on an SM, and the instruction mix of the matmul k-loop: the innermost
 backward branch whose body holds ``HMMA``, with counts per k-step of 16 (one
-``m16n8k16`` depth), so changes to the dot path are measurable without a GPU.
+``m16n8k16`` depth), and the length of its part from the first fragment load to the
+last ``HMMA``, so changes to the dot path are measurable without a GPU.  The counts are
+static: they include the boundary paths of the copies (``LDG``/``STS``: boundary groups
+copied lane by lane), which whole windows never take.
 Run: ``python -m benchmarks.inspect_dot [--sass NAME=V,...]``; ``--sass`` prints that
 variant's k-loop.
 """
@@ -100,6 +103,19 @@ def mix(body: list[str]) -> Counter[str]:
     return counts
 
 
+def mma_part(body: list[str]) -> int:
+    """Instructions from the k-loop's first fragment load to its last ``HMMA``.
+
+    The rest of the loop is the next stage's copies, mostly branches not taken
+    (a window's boundary groups, copied lane by lane) that the counts include.
+    """
+    opcodes = [
+        m.group(2) for line in body if (m := _INSTRUCTION.search(line)) and "@!PT" not in line
+    ]
+    marks = [i for i, op in enumerate(opcodes) if op.startswith(("LDSM", "HMMA"))]
+    return marks[-1] - marks[0] + 1 if marks else 0
+
+
 def ctas_per_sm(registers: int, threads: int, shared: int) -> int:
     by_registers = REGISTERS_PER_SM // (max(registers, 1) * threads)
     by_shared = SHARED_PER_SM // (shared + SHARED_PER_CTA_RESERVED) if shared else 32
@@ -118,8 +134,8 @@ def describe(values: dict[str, int], module: ast.Module) -> tuple[str, list[str]
     fits = ctas_per_sm(res.registers, values["NUM_THREADS"], shared)
     line = (
         f"{label}: {res.registers} regs, spill {res.spill_stores}/{res.spill_loads} B, "
-        f"smem {shared // 1024} KiB, {fits} CTA/SM | k-loop {counts['total']} instr; "
-        f"per k16: {per_step}"
+        f"smem {shared // 1024} KiB, {fits} CTA/SM | k-loop {counts['total']} instr "
+        f"(mma part {mma_part(body)}); per k16: {per_step}"
     )
     return line, body
 
