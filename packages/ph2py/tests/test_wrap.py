@@ -214,3 +214,25 @@ def test_any_wrapped_expression_reads_back_as_the_same_program(
     python = convert_source(text, "t.ph", line_length=line_length).python
     assert translate_source(python, "t.py").module == parse(text)
     assert convert_source(text, "t.ph", python, line_length=line_length).python == python
+
+
+def test_a_set_breaks_one_value_a_line_and_a_return_type_under_a_long_comment_goes_below() -> None:
+    """ruff puts a list or set display one item a line (never on one line below), and the
+    return type after parameters one a line on a line of its own when the comment needs it."""
+    ph = """\
+        @autotune(BLOCK in {16, 32, 64, 128, 256, 512}, ROWS in {1, 2})
+        kernel k(t: tensor<f32>[N]) {
+            t[0] = 1.0
+        }
+        fn f(
+            x: f32, // the value
+            y: f32,
+        ) -> f32 { // returns the sum
+            return x + y
+        }
+        """
+    python = convert(ph, 30)
+    assert "    BLOCK={\n        16,\n        32,\n" in python
+    assert "        512,\n    },\n    ROWS={1, 2},\n)\n" in python
+    assert "    y: ph.f32,\n) -> (\n    ph.f32\n):  # returns the sum\n" in python
+    assert round_trips(ph, python)

@@ -49,7 +49,7 @@ def expression(node: cst.BaseExpression, nested: bool = True) -> Doc:
     if isinstance(node, cst.List | cst.Set):
         elements = [expression(e.value) for e in node.elements]
         open_, close = ("[", "]") if isinstance(node, cst.List) else ("{", "}")
-        return bracketed(open_, elements, close)
+        return bracketed(open_, elements, close, hug=False)
     if isinstance(node, cst.UnaryOperation):
         return (code(node.operator), expression(node.expression, nested))
     if isinstance(node, _Operation):
@@ -73,9 +73,12 @@ def _subscript_element(element: cst.SubscriptElement) -> Doc:
     return (lower, code(part.first_colon), upper)
 
 
-def bracketed(open_: str, items: list[Doc], close: str, comma_after_one: bool = False) -> Doc:
-    """Items in brackets: on the line, else on one indented line, else one a line with a
-    trailing comma (a lone item gets one only in a parameter list, as ruff writes it)."""
+def bracketed(
+    open_: str, items: list[Doc], close: str, hug: bool = True, comma_after_one: bool = False
+) -> Doc:
+    """Items in brackets: on the line, else (``hug``) on one indented line, else one a line
+    with a trailing comma.  ruff hugs the items of calls, subscripts and parameter lists, not
+    of list and set displays; a lone item gets a comma only in a parameter list."""
     if not items:
         return open_ + close
     if len(items) == 1:
@@ -84,8 +87,8 @@ def bracketed(open_: str, items: list[Doc], close: str, comma_after_one: bool = 
     separated: list[Doc] = [items[0]]
     for item in items[1:]:
         separated += [",", SPACE, item]
-    inner = Group((*separated, IfBreak(",")))
-    return Group((open_, Indent((SOFT, inner)), SOFT, close))
+    inner: Doc = (*separated, IfBreak(","))
+    return Group((open_, Indent((SOFT, Group(inner) if hug else inner)), SOFT, close))
 
 
 def _chain(node: _Operation, nested: bool) -> Doc:

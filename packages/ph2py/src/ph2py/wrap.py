@@ -125,7 +125,8 @@ class _Wrapper(cst.CSTTransformer):
         if isinstance(updated.whitespace_before_params, cst.ParenthesizedWhitespace):
             # One a line already, for the comments between them: only a long one breaks.
             params = [self._parameter_line(p) for p in updated.params.params]
-            return updated.with_changes(params=updated.params.with_changes(params=params))
+            laid_out = updated.with_changes(params=updated.params.with_changes(params=params))
+            return self._return_line(laid_out)
         params = updated.params.params
         items = [(code(p.name), ": ", expression(p.annotation.annotation)) for p in params]
         returns = ()
@@ -143,11 +144,27 @@ class _Wrapper(cst.CSTTransformer):
             return updated
         parsed = cst.parse_statement(f"{text}\n    pass\n")
         assert isinstance(parsed, cst.FunctionDef)
-        return updated.with_changes(
+        laid_out = updated.with_changes(
             params=parsed.params,
             whitespace_before_params=parsed.whitespace_before_params,
             returns=parsed.returns,
         )
+        one_a_line = isinstance(parsed.params.params[-1].comma, cst.Comma)
+        return self._return_line(laid_out) if one_a_line else laid_out
+
+    def _return_line(self, node: cst.FunctionDef) -> cst.FunctionDef:
+        """``) -> ph.f32:`` below parameters one a line (with a trailing comma); ruff puts
+        the type in parentheses on a line of its own when that line is too long (for its
+        comment, mostly)."""
+        if node.returns is None:
+            return node
+        returns = code(node.returns.annotation)
+        comment = _reserved(_header_comment(node.body))
+        if len(f") -> {returns}:{comment}") <= self.width or len(f"):{comment}") > self.width:
+            return node  # it fits, or the comment is too long either way
+        parsed = cst.parse_statement(f"def _() -> (\n    {returns}\n):\n    pass\n")
+        assert isinstance(parsed, cst.FunctionDef)
+        return node.with_changes(returns=parsed.returns)
 
     def _parameter_line(self, param: cst.Param) -> cst.Param:
         """A parameter on a line of its own, its annotation broken if the line is too long."""
