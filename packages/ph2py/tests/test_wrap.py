@@ -227,12 +227,12 @@ def test_a_set_breaks_one_value_a_line_and_a_return_type_under_a_long_comment_go
         fn f(
             x: f32, // the value
             y: f32,
-        ) -> f32 { // returns the sum
+        ) -> f32 { // returns the sum of both
             return x + y
         }
         """
-    python = convert(ph, 30)
+    python = convert(ph, 34)  # the width of `from __future__ import annotations`
     assert "    BLOCK={\n        16,\n        32,\n" in python
     assert "        512,\n    },\n    ROWS={1, 2},\n)\n" in python
-    assert "    y: ph.f32,\n) -> (\n    ph.f32\n):  # returns the sum\n" in python
+    assert "    y: ph.f32,\n) -> (\n    ph.f32\n):  # returns the sum of both\n" in python
     assert round_trips(ph, python)
