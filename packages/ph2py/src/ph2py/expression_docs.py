@@ -1,11 +1,11 @@
 """Python expressions as documents for ``ph2py.breaks``, and what ruff's rules ask of them.
 
 Brackets (a call's, a subscript's, a list's, parentheses) are groups: they stay
-on the line, else their items go on one indented line, else one a line with a
-trailing comma.  An operator chain is a group that, inside brackets, breaks
-before each of its weakest operators; its stronger operations are groups of
-their own.  Outside brackets operators never break: a statement's value is put
-in parentheses first (``ph2py.wrap`` decides when).
+on the line, else their items go on one indented line (not a list's or a set's),
+else one a line with a trailing comma.  An operator chain is a group that,
+inside brackets, breaks before each of its weakest operators; its stronger
+operations are groups of their own.  Outside brackets operators never break: a
+statement's value is put in parentheses first (``ph2py.ruff_rules`` decides when).
 """
 
 from __future__ import annotations
@@ -146,22 +146,6 @@ def _operators(node: cst.BaseExpression) -> list[int]:
         assert level is not None
         return [*_operators(node.left), level, *_operators(node.right)]
     return []
-
-
-def _operands(node: cst.BaseExpression) -> list[cst.BaseExpression]:
-    """The operands of the operators outside brackets (the node itself if it has none)."""
-    if node.lpar:
-        return [node]
-    if isinstance(node, cst.UnaryOperation):
-        return _operands(node.expression)
-    if isinstance(node, cst.Comparison):
-        found = _operands(node.left)
-        for target in node.comparisons:
-            found += _operands(target.comparator)
-        return found
-    if isinstance(node, cst.BinaryOperation | cst.BooleanOperation):
-        return [*_operands(node.left), *_operands(node.right)]
-    return [node]
 
 
 def _last_operand(node: cst.BaseExpression) -> cst.BaseExpression:
