@@ -9,7 +9,7 @@ import pytest
 
 from phobos.compile.check import lower
 from phobos.compile.codegen import Specialization, generate
-from phobos.compile.codegen.dot_loop import MAX_STAGES, pipeline_stages
+from phobos.compile.codegen.dot_loop import MAX_STAGES, blocks_pair, pipeline_stages
 from phobos.compile.codegen.layout import MmaLayout
 from phobos.compile.codegen.specialization import TensorSpecialization
 from phobos.compile.pipeline import parse_file
@@ -26,21 +26,29 @@ def _matmul_source(arch: str = "sm_90", **tile: int) -> str:
     return generate(kernel, spec, arch).source
 
 
-def test_a_block_alone_on_its_sm_fills_it_with_stages():
-    # 64 accumulator words a thread at 256 threads: two blocks' registers never fit
-    assert pipeline_stages(STAGE_128x128x64, "sm_90", 256, 64) == MAX_STAGES
+def test_blocks_pair_when_the_accumulator_leaves_room_in_half_the_registers():
+    assert blocks_pair(256, 64)  # 128x128 on 256 threads: 64 words of 128 registers
+    assert blocks_pair(128, 128)  # 128x128 on 128 threads: 255 registers a thread
+    assert not blocks_pair(256, 128)
+    assert not blocks_pair(512, 32)
 
 
-def test_blocks_that_pair_keep_to_half_an_sm():
-    # 128 threads: two blocks fit, so 3 stages (105 KiB) rather than 4 (140 KiB)
-    assert pipeline_stages(STAGE_128x128x64, "sm_90", 128, 128) == 3
-    assert pipeline_stages(10_000, "sm_90", 128, 32) == MAX_STAGES
+def test_paired_blocks_keep_to_half_an_sm_and_a_block_alone_fills_it():
+    assert pipeline_stages(STAGE_128x128x64, "sm_90", paired=True) == 3  # 105 KiB of 228
+    assert pipeline_stages(STAGE_128x128x64, "sm_90", paired=False) == MAX_STAGES
+    assert pipeline_stages(10_000, "sm_90", paired=True) == MAX_STAGES
 
 
 def test_small_shared_memory_cards_keep_two_stages():
-    assert pipeline_stages(STAGE_128x128x64, "sm_86", 256, 64) == 2
-    assert pipeline_stages(STAGE_128x128x64, "", 256, 64) == 2
-    assert pipeline_stages(200_000, "sm_90", 256, 64) == 2  # never fewer than two
+    assert pipeline_stages(STAGE_128x128x64, "sm_86", paired=False) == 2
+    assert pipeline_stages(STAGE_128x128x64, "", paired=True) == 2
+    assert pipeline_stages(200_000, "sm_90", paired=False) == 2  # never fewer than two
+
+
+def test_a_pairing_k_loop_tells_ptxas_two_blocks_share_an_sm():
+    assert "__launch_bounds__(256, 2)" in _matmul_source(BM=128, BN=128, BK=64, NUM_THREADS=256)
+    # 128 threads pair without a cap (255 registers each)
+    assert "__launch_bounds__(128)" in _matmul_source(BM=128, BN=128, BK=64, NUM_THREADS=128)
 
 
 @pytest.mark.parametrize(
@@ -72,7 +80,7 @@ def test_every_tile_belongs_to_exactly_one_warp_and_repeat():
 def test_the_k_loop_waits_for_its_own_stage_and_loads_fragments_with_ldmatrix_x4():
     source = _matmul_source(BM=128, BN=128, BK=64, NUM_THREADS=256)
     loop = source[source.index("for (index_t v_k") :]
-    assert "copy_async_wait_pending<2>()" in loop  # 4 stages: the newest 2 groups may pend
+    assert "copy_async_wait_pending<1>()" in loop  # 3 stages: the newest group may pend
     assert loop.count("copy_async_commit()") == 1
     # a whole, aligned window: one untested cp.async a group; else group by group with tests
     assert loop.count("phobos::copy_async_16(") == 2 and loop.count("copy_group_async") == 2

@@ -37,6 +37,7 @@ class EmitContext:
     ) -> None:
         self.threads = threads
         self.arch = arch  # the card compiled for ("sm_90"), "" when unknown
+        self.ctas_per_sm = 1  # blocks per SM the emitted code asks registers for (dot_loop.py)
         self.kernel_vec = kernel_vec
         self.index_width = index_width
         self.access = access

@@ -80,7 +80,10 @@ def emit_pipelined_loop(
     (m, k), n = dot.a.type.shape, dot.type.shape[1]
     a_bytes, b_bytes = operand_bytes(ctx, dot)
     stage_bytes = a_bytes + b_bytes
-    stages = pipeline_stages(stage_bytes, ctx.arch, ctx.threads, m * n // ctx.threads)
+    paired = blocks_pair(ctx.threads, m * n // ctx.threads)
+    stages = pipeline_stages(stage_bytes, ctx.arch, paired)
+    if paired and REGISTERS_PER_SM // (PAIRED_CTAS * ctx.threads) < MAX_REGISTERS:
+        ctx.ctas_per_sm = max(ctx.ctas_per_sm, PAIRED_CTAS)  # ptxas keeps to the pair's share
     scratch = ctx.need_scratch(stages * stage_bytes)
     t = ctype(dot.a.type.dtype)
     a_access, b_access = ctx.access[dot.a.tensor.name], ctx.access[dot.b.tensor.name]
@@ -216,21 +219,30 @@ def _whole_and_aligned(access: TensorAccess, indices: list[memory.AxisIndex]) ->
 _GROUP_LANES = 8  # 16-bit lanes in one 16-byte cp.async group
 
 
-def pipeline_stages(stage_bytes: int, arch: str, threads: int, accumulator_words: int) -> int:
+def blocks_pair(threads: int, accumulator_words: int) -> bool:
+    """Two blocks of the k-loop share an SM: the accumulator and the registers beside it
+    (``_OTHER_REGISTERS``) fit in half an SM's registers.
+
+    Two blocks overlap one's copies and barrier with the other's ``mma.sync``;
+    one block alone leaves the tensor cores idle while all its warps issue the
+    next stage's copies.  At 256 threads the share is 128 registers a thread,
+    which ptxas is then told (``__launch_bounds__(256, 2)``).
+    """
+    share = min(MAX_REGISTERS, REGISTERS_PER_SM // (PAIRED_CTAS * threads))
+    return accumulator_words + _OTHER_REGISTERS <= share
+
+
+def pipeline_stages(stage_bytes: int, arch: str, paired: bool) -> int:
     """Shared-memory stages of the k-loop: ``MAX_STAGES`` or fewer, at least 2.
 
     A stage holds one k-step's ``a`` and ``b``; with ``s`` stages, ``s - 1``
     k-steps of copies are in flight while one multiplies, which is what hides
-    global-memory latency.  Where a thread's accumulator and the registers
-    beside it (``_OTHER_REGISTERS``) reach what two blocks of ``threads`` may
-    each have, two blocks never share an SM, so the stages may fill what one
-    block may ask for; otherwise they take at most half of an SM's shared
-    memory, so that two blocks still share it.
+    global-memory latency.  Blocks that pair (``blocks_pair``) take at most
+    half of an SM's shared memory each; a block alone may fill what one block
+    may ask for.
     """
     per_sm = _SHARED_KIB_PER_SM.get(_compute_capability(arch), _SHARED_KIB_UNKNOWN) * 1024
-    paired_registers = min(MAX_REGISTERS, REGISTERS_PER_SM // (PAIRED_CTAS * threads))
-    alone = accumulator_words + _OTHER_REGISTERS >= paired_registers
-    budget = per_sm - _RESERVED_PER_BLOCK if alone else per_sm // 2
+    budget = per_sm // PAIRED_CTAS if paired else per_sm - _RESERVED_PER_BLOCK
     return max(2, min(MAX_STAGES, budget // stage_bytes))
 
 

@@ -95,6 +95,7 @@ def generate(kernel: ir.Kernel, spec: Specialization, arch: str) -> GeneratedKer
     emit_block(ctx, kernel.body)
 
     entry = f"phobos_{kernel.name}"
+    ctas = max(ctas, ctx.ctas_per_sm)
     source = _assemble(kernel, entry, threads, ctas, spec, signature.declarations, ctx)
     contract = _contract(kernel, spec, arch, entry, threads, ctx, read, written, signature.slots)
     return GeneratedKernel(source, entry, contract)
