@@ -1,4 +1,4 @@
-"""What the code generator makes of tutorial 03's matmul variants, read from their SASS.
+"""What the code generator makes of tutorials 03 and 06 (matmul, attention), read from SASS.
 
 No GPU: per variant it generates the CUDA, compiles it for sm_90 (NVRTC, then ptxas
 through nvJitLink), disassembles the cubin with nvdisasm (the ``nvidia-cuda-nvdisasm``
@@ -9,8 +9,11 @@ backward branch whose body holds ``HMMA``, with counts per k-step of 16 (one
 last ``HMMA``, so changes to the dot path are measurable without a GPU.  The counts are
 static: they include the boundary paths of the copies (``LDG``/``STS``: boundary groups
 copied lane by lane), which whole windows never take.
-Run: ``python -m benchmarks.inspect_dot [--sass NAME=V,...]``; ``--sass`` prints that
-variant's k-loop.
+With ``--attention`` it does the same for tutorial 06's kernels (forward, dq, dk/dv) at
+the tile sizes the tutorial tunes over; their loop is the KV (or query) loop, whose
+body holds every dot of one iteration, so its counts are per iteration, not per k-step.
+Run: ``python -m benchmarks.inspect_dot [--attention] [--sass NAME=V,...]``; ``--sass``
+prints that variant's loop (with ``--attention``, ``KERNEL=attention_forward`` picks one).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from phobos.compile.syntax import ast
 
 ARCH = "sm_90"
 MATMUL = ROOT / "examples" / "matmul.ph"
+ATTENTION = ROOT / "examples" / "attention.ph"
 REGISTERS_PER_SM = 65536
 SHARED_PER_SM = 228 * 1024
 SHARED_PER_CTA_RESERVED = 1024
@@ -41,8 +45,32 @@ VARIANTS = [
     for threads in (256, 128)
 ]
 
+# Tutorial 06's kernels at the head sizes and tiles it benchmarks (non-causal).
+ATTENTION_VARIANTS = [
+    {"KERNEL": "attention_forward", "D": d, "BLOCK_M": bm, "BLOCK_N": 64}
+    for d in (64, 128)
+    for bm in (128, 64)
+] + [
+    {"KERNEL": "attention_backward_dq", "D": 64, "BLOCK_M": 64, "BLOCK_N": 64},
+    {"KERNEL": "attention_backward_dkdv", "D": 64, "BLOCK_M": 64, "BLOCK_N": 64},
+]
+
 # Mnemonic prefixes counted in the k-loop, in the order they are printed.
-KINDS = ("HMMA", "LDSM", "LDS", "LDGSTS", "LDGDEPBAR", "DEPBAR", "BAR", "STS", "LDG")
+KINDS = (
+    "HMMA",
+    "LDSM",
+    "LDS",
+    "LDGSTS",
+    "LDGDEPBAR",
+    "DEPBAR",
+    "BAR",
+    "STS",
+    "LDG",
+    "STL",
+    "LDL",
+    "SHFL",
+    "MUFU",
+)
 
 _INSTRUCTION = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)")
 _BRANCH = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P\w+\s+)?BRA\s+(?:\w+\s+)?`?\(?\.?(\w+)")
@@ -140,10 +168,49 @@ def describe(values: dict[str, int], module: ast.Module) -> tuple[str, list[str]
     return line, body
 
 
+def describe_attention(values: dict[str, int], module: ast.Module) -> tuple[str, list[str]]:
+    """One attention kernel: resources and the instruction mix of one loop iteration."""
+    kernel = str(values["KERNEL"])
+    constants = {k: v for k, v in values.items() if k != "KERNEL"}
+    constants = {"NUM_THREADS": 256, "CAUSAL": 0, **constants}
+    compiled = compile_kernel(module, kernel, constants, arch=ARCH, verbose=True)
+    res = compiled.resources
+    shared = compiled.contract.dynamic_smem + compiled.contract.static_smem
+    body = k_loop(sass_of(compiled.cubin))
+    counts = mix(body)
+    per_iteration = " ".join(f"{kind} {counts[kind]}" for kind in KINDS if counts[kind])
+    label = ",".join(f"{k}={v}" for k, v in constants.items() if k not in ("NUM_THREADS", "CAUSAL"))
+    fits = ctas_per_sm(res.registers, constants["NUM_THREADS"], shared)
+    line = (
+        f"{kernel.removeprefix('attention_')} {label}: {res.registers} regs, "
+        f"spill {res.spill_stores}/{res.spill_loads} B, smem {shared // 1024} KiB, "
+        f"{fits} CTA/SM | loop {counts['total']} instr; per iteration: {per_iteration}"
+    )
+    return line, body
+
+
+def _parse_choice(text: str) -> dict[str, int | str]:
+    pairs = (item.split("=") for item in text.split(","))
+    return {k: v if k == "KERNEL" else int(v) for k, v in pairs}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sass", help="print one variant's k-loop: NAME=V,NAME=V")
+    parser.add_argument("--attention", action="store_true", help="tutorial 06's kernels")
     args = parser.parse_args()
+    if args.attention:
+        module = parse_file(ATTENTION)
+        if args.sass:
+            line, body = describe_attention(
+                {**ATTENTION_VARIANTS[0], **_parse_choice(args.sass)}, module
+            )
+            print("\n".join(body))
+            print(line)
+            return
+        for values in ATTENTION_VARIANTS:
+            print(describe_attention(values, module)[0], flush=True)
+        return
     module = parse_file(MATMUL)
     if args.sass:
         chosen = {k: int(v) for k, v in (item.split("=") for item in args.sass.split(","))}
