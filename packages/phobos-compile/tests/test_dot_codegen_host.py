@@ -56,6 +56,32 @@ kernel partial(a: tensor<f16>[M, K], b: tensor<f16>[K, N], c: tensor<f32>[P, Q],
 """
 
 
+TRANSPOSED = """\
+@autotune(BM in {16, 32}, BN in {24, 16}, BK in {32, 16})
+kernel transposed(a: tensor<f16>[M, K], b: tensor<f16>[N, K], c: tensor<f32>[M, N], d: tensor<f32>[M, N]) {
+    let m = ctx.block.y * BM
+    let n = ctx.block.x * BN
+    let rows = a[m :+ BM, 0 :+ BK]
+    let columns = b[n :+ BN, 0 :+ BK]
+    c[m :+ BM, n :+ BN] = fill(dot(rows, trans(columns)), -7.0)
+    d[m :+ BM, n :+ BN] = fill(dot(f32(rows), trans(f32(columns))), -7.0)
+}
+"""
+
+
+def _transposed_launch(rng, values):
+    """``dot(a, trans(b))`` over windows past the tensors' ends (K = 20 < BK): copied ``b``
+    read as it lies on the tensor cores, and staged from registers for the CUDA cores."""
+    kernel = lower(parse(TRANSPOSED, "transposed.ph"), "transposed", values)
+    args = [
+        rng.standard_normal((40, 20)).astype(np.float16),
+        rng.standard_normal((30, 20)).astype(np.float16),
+        np.zeros((40, 30), np.float32),
+        np.zeros((40, 30), np.float32),
+    ]
+    return kernel, (-(-30 // values["BN"]), -(-40 // values["BM"])), args
+
+
 def _matmul_launch(rng, values, m, n, k):
     kernel = lower(parse_file(ROOT / "examples" / "matmul.ph"), "matmul", values)
     args = [
@@ -115,6 +141,8 @@ def test_pipelined_dot_loops_compute_what_the_interpreter_does(tmp_path):
         _partial_launch(rng, {"BM": 32, "BN": 16, "BK": 16}, 4),
         _partial_launch(rng, {"BM": 32, "BN": 16, "BK": 16}, 0),
         _partial_launch(rng, {"BM": 32, "BN": 16, "BK": 16}, 6),  # a k-step past K: absent
+        _transposed_launch(rng, {"BM": 16, "BN": 24, "BK": 32}),  # one warp, 3 tile columns
+        _transposed_launch(rng, {"BM": 32, "BN": 16, "BK": 16}),
     ]
     attention = {"D": 32, "NUM_THREADS": 256}
     made += [

@@ -62,12 +62,24 @@ def result_layout(ctx: EmitContext, dot: ir.Dot) -> AnyLayout:
 
 @dataclass(frozen=True)
 class Staged:
-    """``a[m * a_row + k]`` and ``b[k * b_row + n]`` in shared memory."""
+    """``a[m * a_row + k]`` and ``b[k * b_row + n]`` in shared memory.
+
+    ``b_transposed``: ``b`` is held as its transpose, ``b[n * b_row + k]``: the
+    operand ``trans(t)`` staged as ``t`` lies, which ``ldmatrix`` (not
+    transposed) reads straight into ``b`` fragments.
+    """
 
     a: str
     b: str
     a_row: int
     b_row: int
+    b_transposed: bool = False
+
+    def b_at(self, k: str, n: str) -> str:
+        """The shared-memory element ``b[k, n]``."""
+        if self.b_transposed:
+            return f"{self.b}[{n} * {self.b_row} + {k}]"
+        return f"{self.b}[{k} * {self.b_row} + {n}]"
 
 
 def emit_dot(ctx: EmitContext, node: ir.Dot, operand: Operand, indices: Indices) -> TileValue:
@@ -78,33 +90,47 @@ def emit_dot(ctx: EmitContext, node: ir.Dot, operand: Operand, indices: Indices)
     ctx.target_layout = outer
     (m, k), n = node.a.type.shape, node.type.shape[1]
     dtype = node.a.type.dtype
-    a_bytes, b_bytes = operand_bytes(ctx, node)
-    copies = [copyable(ctx, node.a), copyable(ctx, node.b)]
-    if all(copies):
-        a_idx, b_idx = indices(node.a.indices), indices(node.b.indices)
+    b_source = _transposed_source(node.b)
+    transposed = b_source is not None
+    a_bytes, b_bytes = operand_bytes(ctx, node, transposed)
+    b_row = k + _PAD if transposed else n + _PAD
+    a_load, b_load = _reloaded(ctx, node.a), _reloaded(ctx, b_source or node.b)
+    if copyable(ctx, a_load) and copyable(ctx, b_load):
+        assert isinstance(a_load, ir.Load) and isinstance(b_load, ir.Load)
+        a_idx, b_idx = indices(a_load.indices), indices(b_load.indices)
         scratch = ctx.need_scratch(a_bytes + b_bytes)
-        staged = _buffers(ctx, dtype, scratch, a_bytes, k + _PAD, n + _PAD)
-        a_access, b_access = ctx.access[node.a.tensor.name], ctx.access[node.b.tensor.name]
+        staged = _buffers(ctx, dtype, scratch, a_bytes, k + _PAD, b_row, transposed)
+        a_access, b_access = ctx.access[a_load.tensor.name], ctx.access[b_load.tensor.name]
+        b_shape = (n, k) if transposed else (k, n)
         memory.copy_tile_async(ctx, a_access, a_idx, ctx.layout((m, k)), staged.a, staged.a_row)
-        memory.copy_tile_async(ctx, b_access, b_idx, ctx.layout((k, n)), staged.b, staged.b_row)
+        memory.copy_tile_async(ctx, b_access, b_idx, ctx.layout(b_shape), staged.b, b_row)
         ctx.line("phobos::copy_async_wait();")
         ctx.line("__syncthreads();")
-        partial = node.a.type.partial or node.b.type.partial
-        present = window_meet(ctx, a_access, a_idx, b_access, b_idx, k) if partial else None
+        partial = a_load.type.partial or b_load.type.partial
+        present = None
+        if partial:
+            present = window_meet(ctx, a_access, a_idx, b_access, b_idx, k, transposed)
     else:
-        b_source = _transposed_source(node.b)
         a, b = operand(node.a), operand(b_source or node.b)
         present, staged = _stage_through_registers(
-            ctx, a, b, a_bytes, b_bytes, b_transposed=b_source is not None
+            ctx, a, b, a_bytes, b_bytes, b_transposed=transposed
         )
     return product(ctx, node, layout, staged, acc, present)
 
 
-def operand_bytes(ctx: EmitContext, node: ir.Dot) -> tuple[int, int]:
+def operand_bytes(ctx: EmitContext, node: ir.Dot, b_transposed: bool = False) -> tuple[int, int]:
     """Bytes of the staged ``a`` and ``b`` (rows padded, each rounded to 16)."""
     (m, k), n = node.a.type.shape, node.type.shape[1]
     size = byte_size(node.a.type.dtype, ctx.index_width)
-    return _round16(m * (k + _PAD) * size), _round16(k * (n + _PAD) * size)
+    b_elements = n * (k + _PAD) if b_transposed else k * (n + _PAD)
+    return _round16(m * (k + _PAD) * size), _round16(b_elements * size)
+
+
+def _reloaded(ctx: EmitContext, e: ir.Expr) -> ir.Expr:
+    """What a read of a reloaded tile (``reload.py``) emits again: its definition."""
+    while isinstance(e, ir.Read) and e.var.name in ctx.reloads:
+        e = ctx.reloads[e.var.name]
+    return e
 
 
 def copyable(ctx: EmitContext, e: ir.Expr) -> bool:
@@ -124,22 +150,29 @@ def copyable(ctx: EmitContext, e: ir.Expr) -> bool:
 
 
 def _buffers(
-    ctx: EmitContext, dtype: str, scratch: str, a_bytes: int, a_row: int, b_row: int
+    ctx: EmitContext,
+    dtype: str,
+    scratch: str,
+    a_bytes: int,
+    a_row: int,
+    b_row: int,
+    b_transposed: bool = False,
 ) -> Staged:
     c = ctype(dtype)
     sa, sb = ctx.fresh("dot_a"), ctx.fresh("dot_b")
     ctx.line("__syncthreads();")
     ctx.line(f"{c}* {sa} = reinterpret_cast<{c}*>({scratch});")
     ctx.line(f"{c}* {sb} = reinterpret_cast<{c}*>({scratch} + {a_bytes});")
-    return Staged(sa, sb, a_row, b_row)
+    return Staged(sa, sb, a_row, b_row, b_transposed)
 
 
 def _transposed_source(e: ir.Expr) -> ir.Expr | None:
-    """The tile under ``trans(...)``, when staging can transpose it on the way to shared memory.
+    """The tile under ``trans(...)``, staged as it lies: ``b`` held transposed (``Staged``).
 
-    ``dot(q, trans(k))`` then writes ``k``'s lanes to ``b[k, n]`` at swapped
-    coordinates instead of moving them between threads first (a layout
-    conversion: two barriers and a shared-memory round trip per lane).
+    ``dot(q, trans(k))`` then stores ``k``'s rows as they are (16-byte groups,
+    or ``cp.async`` from a window) instead of moving lanes between threads (a
+    layout conversion: two barriers and a shared-memory round trip per lane)
+    or scattering them one by one to swapped coordinates.
     """
     if isinstance(e, ir.Transpose) and all(extent > 1 for extent in e.type.shape):
         return e.operand
@@ -168,7 +201,8 @@ def _stage_through_registers(
     masked = a.mask is not None or b.mask is not None
     bits_bytes = (m + n) * words * 8 if masked else 0
     scratch = ctx.need_scratch(a_bytes + b_bytes + bits_bytes)
-    staged = _buffers(ctx, a.dtype, scratch, a_bytes, k + _PAD, n + _PAD)
+    b_row = k + _PAD if b_transposed else n + _PAD
+    staged = _buffers(ctx, a.dtype, scratch, a_bytes, k + _PAD, b_row, b_transposed)
     a_bits = f"{staged.a}_bits"
     b_bits = f"{staged.b}_bits"
     full = f"{staged.a}_full"
@@ -185,7 +219,7 @@ def _stage_through_registers(
     b_owner, b_k = ("c0", "c1") if b_transposed else ("c1", "c0")
     for value, position, bits, owner, k_coord in (
         (a, f"{staged.a}[c0 * {staged.a_row} + c1]", a_bits, "c0", "c1"),
-        (b, f"{staged.b}[{b_k} * {staged.b_row} + {b_owner}]", b_bits, b_owner, b_k),
+        (b, f"{staged.b}[c0 * {staged.b_row} + c1]", b_bits, b_owner, b_k),
     ):
         zero = f"{ctype(value.dtype)}()"
         lane = value.lane if value.mask is None else f"({value.mask} ? {value.lane} : {zero})"
@@ -219,15 +253,18 @@ def window_meet(
     b_access: TensorAccess,
     b_idx: list[memory.AxisIndex],
     k: int,
+    b_transposed: bool = False,
 ) -> str:
     """Presence of a result lane when both operands are window loads.
 
     ``a[m, k]`` is present when its row and the k index are inside ``a``;
     ``b[k, n]`` when the k index and its column are inside ``b``.  Some k works
     for both when the two k ranges overlap (a block-uniform test).
+    ``b_transposed``: ``b_idx`` is the window of ``trans(b)``, ``[n, k]``.
     """
-    some = window_overlap(ctx, a_access, a_idx, b_access, b_idx, k)
-    return f"({some} && {window_lanes(a_access, a_idx, b_access, b_idx)})"
+    some = window_overlap(ctx, a_access, a_idx, b_access, b_idx, k, b_transposed)
+    lanes = window_lanes(a_access, a_idx, b_access, b_idx, b_transposed)
+    return f"({some} && {lanes})"
 
 
 def window_overlap(
@@ -237,10 +274,11 @@ def window_overlap(
     b_access: TensorAccess,
     b_idx: list[memory.AxisIndex],
     k: int,
+    b_transposed: bool = False,
 ) -> str:
     """A block-uniform flag: the two windows' k ranges meet inside both tensors."""
     _, a_ks = _window_axes(a_idx)
-    b_ks, _ = _window_axes(b_idx)
+    b_ks = _window_axes(b_idx)[1 if b_transposed else 0]
     lo, hi, some = ctx.fresh("s"), ctx.fresh("s"), ctx.fresh("s")
     index = INDEX_CTYPE
     a_k, b_k = a_idx[a_ks].start, b_idx[b_ks].start
@@ -261,10 +299,11 @@ def window_lanes(
     a_idx: list[memory.AxisIndex],
     b_access: TensorAccess,
     b_idx: list[memory.AxisIndex],
+    b_transposed: bool = False,
 ) -> str:
     """A result lane's own part of its presence: its row inside ``a``, its column inside ``b``."""
     a_rows, _ = _window_axes(a_idx)
-    _, b_cols = _window_axes(b_idx)
+    b_cols = _window_axes(b_idx)[0 if b_transposed else 1]
     index = INDEX_CTYPE
     row = _below(f"{a_idx[a_rows].start} + {index}(c0)", a_access.extent(a_rows))
     col = _below(f"{b_idx[b_cols].start} + {index}(c1)", b_access.extent(b_cols))
@@ -315,7 +354,7 @@ def product(
             "#pragma unroll 4",
             f"for (int k = 0; k < {k}; ++k) total += "
             f"phobos::cast<{w}>({staged.a}[c0 * {staged.a_row} + k]) * "
-            f"phobos::cast<{w}>({staged.b}[k * {staged.b_row} + c1]);",
+            f"phobos::cast<{w}>({staged.b_at('k', 'c1')});",
             f"{name}[r][i] = phobos::cast<{c}>(total);",
         ]
     if mask is not None:
@@ -357,7 +396,8 @@ def _mma(
                 _load_a(ctx, staged, f"fa{row}", f"({row * down} + warp_row) * 16")
             columns = range(per_warp)
             for first, second in zip(columns[::2], columns[1::2]):
-                _load_b_pair(ctx, staged, f"fb{first}", f"fb{second}", first, across)
+                tile = f"({first * across} + warp_col + (lane_half / 8) * {across})"
+                _load_b_pair(ctx, staged, f"fb{first}", f"fb{second}", tile)
             if per_warp % 2:
                 last = per_warp - 1
                 _load_b(ctx, staged, f"fb{last}", f"({last * across} + warp_col) * 8")
@@ -400,27 +440,44 @@ def _load_a(ctx: EmitContext, staged: Staged, fragment: str, row: str) -> None:
 
 
 def _load_b(ctx: EmitContext, staged: Staged, fragment: str, column: str) -> None:
-    """The ``b`` fragment of columns ``column .. column + 7`` (k rows from lanes 0-15)."""
+    """The ``b`` fragment of columns ``column .. column + 7`` (k rows from lanes 0-15).
+
+    A transposed ``b`` takes an ``ldmatrix.x4`` whose two halves are the same tile.
+    """
+    if staged.b_transposed:
+        both = f"{fragment}_both"
+        ctx.line(f"unsigned {both}[4];")
+        ctx.line(f"phobos::load_matrix_x4({both}, {_transposed_b_row(staged, f'({column})')});")
+        ctx.line(f"const unsigned {fragment}[2] = {{{both}[0], {both}[1]}};")
+        return
     address = f"{staged.b} + (kk + lane_row) * {staged.b_row} + {column}"
     ctx.line(f"unsigned {fragment}[2];")
     ctx.line(f"phobos::load_matrix_x2_trans({fragment}, {address});")
 
 
-def _load_b_pair(
-    ctx: EmitContext, staged: Staged, first: str, second: str, column: int, across: int
-) -> None:
-    """The ``b`` fragments of a warp's tile columns ``column`` and ``column + 1``.
+def _load_b_pair(ctx: EmitContext, staged: Staged, first: str, second: str, tile: str) -> None:
+    """Two ``b`` fragments in one ``ldmatrix.x4``: tile column ``tile`` as lanes 0-15 see
+    it, and as lanes 16-31 see it (``lane_half`` may move it).
 
-    They are tile columns ``column * across + warp_col`` and ``across`` further;
-    lanes 0-15 address the first's k rows, lanes 16-31 the second's.
+    Row-major ``b`` (``[k, n]``) is read transposed, lanes 0-15 addressing k rows.
+    Transposed ``b`` (``[n, k]``) is read as it lies: lanes ``8j .. 8j + 7`` address
+    the tile's 8 columns at k-half ``j % 2`` (matrix ``j`` is fragment half ``j``).
     """
-    tile = f"({column * across} + warp_col + (lane_half / 8) * {across})"
-    address = f"{staged.b} + (kk + lane_row) * {staged.b_row} + {tile} * 8"
     both = f"{first}_{second}"
     ctx.line(f"unsigned {both}[4];")
-    ctx.line(f"phobos::load_matrix_x4_trans({both}, {address});")
+    if staged.b_transposed:
+        ctx.line(f"phobos::load_matrix_x4({both}, {_transposed_b_row(staged, f'{tile} * 8')});")
+    else:
+        address = f"{staged.b} + (kk + lane_row) * {staged.b_row} + {tile} * 8"
+        ctx.line(f"phobos::load_matrix_x4_trans({both}, {address});")
     ctx.line(f"const unsigned {first}[2] = {{{both}[0], {both}[1]}};")
     ctx.line(f"const unsigned {second}[2] = {{{both}[2], {both}[3]}};")
+
+
+def _transposed_b_row(staged: Staged, column: str) -> str:
+    """The row a lane gives ``ldmatrix`` in a transposed ``b``: lanes ``8j .. 8j + 7``
+    address columns ``column .. column + 7`` at k-half ``j % 2``."""
+    return f"{staged.b} + ({column} + tid % 8) * {staged.b_row} + kk + ((tid / 8) % 2) * 8"
 
 
 def _round16(n: int) -> int:
