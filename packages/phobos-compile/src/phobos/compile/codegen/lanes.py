@@ -32,7 +32,8 @@ def group_loop(ctx: EmitContext, layout: Layout, skip_padding: bool = False) -> 
         else:
             yield
         if any(_GROUP.search(text) for text in ctx.lines[start:]):
-            ctx.lines.insert(start, ctx.indented(f"const int g = r * {layout.threads} + tid;"))
+            thread = f"phobos::cta_thread<{ctx.threads}>(tid)"
+            ctx.lines.insert(start, ctx.indented(f"const int g = r * {layout.threads} + {thread};"))
 
 
 @contextmanager

@@ -49,6 +49,9 @@ from phobos.compile.codegen.layout import WARP, AnyLayout, Layout, RowLayout
 from phobos.compile.codegen.values import TileValue
 from phobos.compile.ir import nodes as ir
 
+# Lanes of one row a thread combines, from which it keeps ``vec`` running partials.
+LONG_CHAIN = 64
+
 _WIDER = {
     "f16": "f32",
     "bf16": "f32",
@@ -343,11 +346,23 @@ def _row_partials(
     spans = groups_per_row // layout.threads if groups_per_row % layout.threads == 0 else 1
     slots = layout.repeats // spans
     slot_of = f"r / {spans}" if spans > 1 else "r"
+    # A thread holding ``LONG_CHAIN`` lanes of a row or more: one running partial per
+    # lane of the group, so its combines form ``vec`` independent chains, folded at
+    # the end (fewer lanes: the CTAs an SM holds hide the chain, and registers matter).
+    chains = layout.vec if spans * layout.vec >= LONG_CHAIN else 1
     part = ctx.fresh("part")
+    running = f"{part}_l" if chains > 1 else part
     ctx.line(f"{ctype(acc)} {part}[{slots}];")
+    if chains > 1:
+        ctx.line(f"{ctype(acc)} {running}[{slots}][{chains}];")
     ctx.directive("#pragma unroll")
     with ctx.block(f"for (int j = 0; j < {slots}; ++j)"):
-        ctx.line(f"{part}[j] = {identity};")
+        if chains == 1:
+            ctx.line(f"{part}[j] = {identity};")
+        else:
+            ctx.directive("#pragma unroll")
+            with ctx.block(f"for (int i = 0; i < {chains}; ++i)"):
+                ctx.line(f"{running}[j][i] = {identity};")
     if present:
         ctx.line(f"int {part}_p[{slots}] = {{}};")
     with group_loop(ctx, layout):
@@ -355,13 +370,15 @@ def _row_partials(
             ctx.line(f"if (g >= {layout.groups}) continue;")
         with lane_loop(ctx, layout):
             lane = _lane_or_identity(value, op, acc, ctx.index_width)
-            slot = f"{part}[{slot_of}]"
+            slot = f"{running}[{slot_of}][i]" if chains > 1 else f"{part}[{slot_of}]"
             ctx.line(f"{slot} = {_combine(op, slot, lane)};")
             if present and value.word is None:
                 ctx.line(f"{part}_p[{slot_of}] |= ({value.mask}) ? 1 : 0;")
         if present and value.word is not None:
             full = f"{(1 << layout.vec) - 1}u"
             ctx.line(f"{part}_p[{slot_of}] |= ({value.word} & {full}) != 0 ? 1 : 0;")
+    if chains > 1:
+        _fold_chains(ctx, op, part, running, slots, chains)
     if spans > 1:
         width = WARP
     elif groups_per_row & (groups_per_row - 1) == 0:
@@ -381,6 +398,20 @@ def _row_partials(
         offset //= 2
     per_row = layout.threads // WARP if spans > 1 else groups_per_row // width
     return _RowPartials(part, acc, slots, slot_of, width, per_row, spans, present)
+
+
+def _fold_chains(ctx: EmitContext, op: str, part: str, running: str, slots: int, chains: int):
+    """``part[j]``: slot ``j``'s ``chains`` running partials, combined pairwise."""
+    ctx.directive("#pragma unroll")
+    with ctx.block(f"for (int j = 0; j < {slots}; ++j)"):
+        half = chains // 2
+        while half >= 1:
+            ctx.directive("#pragma unroll")
+            with ctx.block(f"for (int i = 0; i < {half}; ++i)"):
+                pair = f"{running}[j][i + {half}]"
+                ctx.line(f"{running}[j][i] = {_combine(op, f'{running}[j][i]', pair)};")
+            half //= 2
+        ctx.line(f"{part}[j] = {running}[j][0];")
 
 
 def _partial_row(layout: Layout, rows: _RowPartials) -> str:

@@ -112,10 +112,37 @@ template <class T> PHOBOS_INLINE T min(T a, T b) {
         return (a != a || a < b) ? a : b;
     }
 }
-PHOBOS_INLINE f32 max(f32 a, f32 b) { return (a != a) ? a : ::fmaxf(a, b); }
-PHOBOS_INLINE f32 min(f32 a, f32 b) { return (a != a) ? a : ::fminf(a, b); }
-PHOBOS_INLINE f64 max(f64 a, f64 b) { return (a != a) ? a : ::fmax(a, b); }
-PHOBOS_INLINE f64 min(f64 a, f64 b) { return (a != a) ? a : ::fmin(a, b); }
+// f32 on sm_80 and later: one max.NaN / min.NaN instruction, no branch, so a
+// reduction's chain of them is one dependent instruction a lane.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+PHOBOS_INLINE f32 max(f32 a, f32 b) {
+    f32 out;
+    asm("max.NaN.f32 %0, %1, %2;" : "=f"(out) : "f"(a), "f"(b));
+    return out;
+}
+PHOBOS_INLINE f32 min(f32 a, f32 b) {
+    f32 out;
+    asm("min.NaN.f32 %0, %1, %2;" : "=f"(out) : "f"(a), "f"(b));
+    return out;
+}
+#else
+PHOBOS_INLINE f32 max(f32 a, f32 b) { return (a != a || b != b) ? a + b : ::fmaxf(a, b); }
+PHOBOS_INLINE f32 min(f32 a, f32 b) { return (a != a || b != b) ? a + b : ::fminf(a, b); }
+#endif
+PHOBOS_INLINE f64 max(f64 a, f64 b) { return (a != a || b != b) ? a + b : ::fmax(a, b); }
+PHOBOS_INLINE f64 min(f64 a, f64 b) { return (a != a || b != b) ? a + b : ::fmin(a, b); }
+
+// ------------------------------------------------------------------ thread index
+
+// The thread's index, with the compiler told it lies below the CTA size: a group's
+// column (g % groups a row) then folds to g where the CTA's repeats stay in one row,
+// instead of a signed remainder per group.
+template <int THREADS> PHOBOS_INLINE int cta_thread(int tid) {
+#ifdef __CUDA_ARCH__
+    __builtin_assume(tid >= 0 && tid < THREADS);
+#endif
+    return tid;
+}
 
 // ------------------------------------------------------------------ presence bits
 // A partial tile keeps one word per group: bit i says lane i is present.
