@@ -98,7 +98,7 @@ def test_rows_of_64_lanes_a_thread_match_the_interpreter(tmp_path):
     for n in WIDTHS:
         kernel, generated = _kernel(SOFTMAX, f"softmax_{n}", {"BLOCK_N": 16384})
         assert generated.contract.block[0] == 256
-        assert f"_l[1][4];" in generated.source  # four running partials a row
+        assert "_l[1][4];" in generated.source  # four running partials a row
         x = rng.standard_normal((2, n)).astype(np.float32)
         x[1, n // 2] = np.nan  # the second row's max, min and softmax are NaN
         empty = [np.zeros((2, n), np.float32), np.zeros(2, np.float32), np.zeros(2, np.float32)]
@@ -115,7 +115,7 @@ def test_f16_rows_of_64_lanes_a_thread_match_the_interpreter(tmp_path):
     for n in (12288, 16385):
         values = {"BLOCK_N": 16384, "NUM_THREADS": 256}
         kernel, generated = _kernel(LAYER_NORM, f"norm_{n}", values)
-        assert f"_l[1][8];" in generated.source  # eight running partials a row
+        assert "_l[1][8];" in generated.source  # eight running partials a row
         x = rng.standard_normal((2, n)).astype(np.float16)
         w = rng.standard_normal(n).astype(np.float16)
         outputs = [np.zeros((2, n), np.float16), np.zeros(2, np.float32)]
