@@ -33,13 +33,21 @@ from phobos.compile.codegen.conversions import to_layout
 from phobos.compile.codegen.dtypes import INDEX_CTYPE, byte_size, ctype
 from phobos.compile.codegen.lanes import (
     all_lanes,
+    declare_coords,
     declare_tile,
     group_loop,
+    lane_loop,
     mask_lane,
     mask_word,
     set_mask_lane,
 )
-from phobos.compile.codegen.layout import AnyLayout, Layout, MmaLayout, mma_shape_ok
+from phobos.compile.codegen.layout import (
+    VECTOR_BYTES,
+    AnyLayout,
+    Layout,
+    MmaLayout,
+    mma_shape_ok,
+)
 from phobos.compile.codegen.signature import TensorAccess
 from phobos.compile.codegen.values import TileValue, and_masks
 from phobos.compile.ir import nodes as ir
@@ -217,23 +225,62 @@ def _stage_through_registers(
             ctx.line("__syncthreads();")
     # a[m, k]: row c0, k c1; b[k, n]: k c0, column c1 (transposed: column c0, k c1).
     b_owner, b_k = ("c0", "c1") if b_transposed else ("c1", "c0")
-    for value, position, bits, owner, k_coord in (
-        (a, f"{staged.a}[c0 * {staged.a_row} + c1]", a_bits, "c0", "c1"),
-        (b, f"{staged.b}[c0 * {staged.b_row} + c1]", b_bits, b_owner, b_k),
+    for value, buffer, row, bits, owner, k_coord in (
+        (a, staged.a, staged.a_row, a_bits, "c0", "c1"),
+        (b, staged.b, staged.b_row, b_bits, b_owner, b_k),
     ):
         zero = f"{ctype(value.dtype)}()"
         lane = value.lane if value.mask is None else f"({value.mask} ? {value.lane} : {zero})"
-        body = [f"{position} = {lane};"]
+        marks = []
         if masked:
             test = f"!{full}" if value.mask is None else f"!{full} && {value.mask}"
             mark = f"phobos::set_bit(&{bits}[{owner} * {words} + {k_coord} / 64], {k_coord} % 64);"
-            body.append(f"if ({test}) {mark}")
-        all_lanes(ctx, value.layout, body, skip_padding=True)
+            marks.append(f"if ({test}) {mark}")
+        if _stores_whole_groups(ctx, value, row):
+            _store_groups(ctx, value, lane, marks, f"{buffer} + c0 * {row} + c1")
+        else:
+            body = [f"{buffer}[c0 * {row} + c1] = {lane};", *marks]
+            all_lanes(ctx, value.layout, body, skip_padding=True)
     ctx.line("__syncthreads();")
     if not masked:
         return None, staged
     terms = [f"({a_bits}[c0 * {words} + {w}] & {b_bits}[c1 * {words} + {w}])" for w in range(words)]
     return f"({full} || ((" + " | ".join(terms) + ") != 0))", staged
+
+
+def _stores_whole_groups(ctx: EmitContext, value: TileValue, row: int) -> bool:
+    """Each of the value's groups is one aligned 16-byte run of a staged row.
+
+    A plain layout's group is ``vec`` lanes along the last axis, the staged
+    row's contiguous one; when that is 16 bytes and rows are whole 16-byte
+    runs, a thread stores each group with one vector store instead of a
+    store per lane.
+    """
+    layout = value.layout
+    size = byte_size(value.dtype, ctx.index_width)
+    return (
+        isinstance(layout, Layout)
+        and layout.vec * size == VECTOR_BYTES
+        and (row * size) % VECTOR_BYTES == 0
+    )
+
+
+def _store_groups(
+    ctx: EmitContext, value: TileValue, lane: str, marks: list[str], address: str
+) -> None:
+    """Each group of ``value`` gathered lane by lane (with ``marks``), then stored at once."""
+    layout = value.layout
+    assert isinstance(layout, Layout)
+    group = ctx.fresh("group")
+    with group_loop(ctx, layout, skip_padding=True):
+        start = len(ctx.lines)
+        ctx.line(f"{ctype(value.dtype)} {group}[{layout.vec}];")
+        with lane_loop(ctx, layout):
+            ctx.line(f"{group}[i] = {lane};")
+            for mark in marks:
+                ctx.line(mark)
+        ctx.line(f"phobos::store_vectors<{VECTOR_BYTES}>({address}, {group});")
+        declare_coords(ctx, layout, start, "0")
 
 
 def _vote_full(ctx: EmitContext, values: tuple[TileValue, ...], full: str) -> None:
