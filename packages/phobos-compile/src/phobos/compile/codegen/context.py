@@ -44,6 +44,8 @@ class EmitContext:
         self.read_and_written = read_and_written
         self.facts = Facts()
         self.reloads: dict[str, ir.Expr] = {}  # tile lets each read emits again (reload.py)
+        # Windows a block loaded before its first reduction (early_loads.py).
+        self.preloaded: dict[ir.Load, TileValue] = {}
         self.lines: list[str] = []
         self.scratch_bytes = 0
         self.partials_bytes = 0  # of one slot

@@ -99,6 +99,8 @@ def tile(ctx: EmitContext, e: ir.Expr) -> TileValue:
             return TileValue(dtype, ctx.variable_layout(e.var.name), f"{name}[r][i]")
         held = ctx.variable_layout(e.var.name)
         return TileValue(dtype, held, f"{name}[r][i]", mask_lane(name), word=mask_word(name))
+    if isinstance(e, ir.Load) and e in ctx.preloaded:
+        return ctx.preloaded[e]
     if isinstance(e, ir.Load):
         indices = axis_indices(ctx, e.indices)
         access = ctx.access[e.tensor.name]

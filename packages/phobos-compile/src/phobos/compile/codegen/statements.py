@@ -17,6 +17,7 @@ from phobos.compile.codegen.conversions import to_layout
 from phobos.compile.codegen.debug import emit_assert, emit_trace
 from phobos.compile.codegen.dot_loop import emit_pipelined_loop, pipelined_dot
 from phobos.compile.codegen.dtypes import ctype
+from phobos.compile.codegen.early_loads import early_loads
 from phobos.compile.codegen.expressions import axis_indices, emit, scalar, tile
 from phobos.compile.codegen.lanes import copy_lanes, declare_tile
 from phobos.compile.codegen.values import TileValue, variable_name
@@ -25,8 +26,16 @@ from phobos.compile.ir import nodes as ir
 
 
 def emit_block(ctx: EmitContext, body: tuple[ir.Stmt, ...]) -> None:
-    for stmt in body:
+    """The statements in order, after the windows they load that can come first."""
+    position, early = early_loads(body, ctx.read_and_written, frozenset(ctx.reloads))
+    for index, stmt in enumerate(body):
+        if index == position:
+            for load, reader in early:
+                ctx.line_info(reader.span)
+                ctx.preloaded[load] = tile(ctx, load)
         emit_statement(ctx, stmt)
+    for load, _ in early:  # their registers end with the block's scope
+        del ctx.preloaded[load]
 
 
 def emit_statement(ctx: EmitContext, stmt: ir.Stmt) -> None:
