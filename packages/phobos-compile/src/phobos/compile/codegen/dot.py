@@ -3,9 +3,11 @@
 Both operands are staged in shared memory, row-major, each row padded by 16
 bytes so that a warp's fragment loads spread over the banks.  When an operand
 is a window load of a 16-byte-aligned, unit-stride f16/bf16 tensor, its groups
-go from global to shared memory with ``cp.async`` (no registers; a boundary
-group is copied lane by lane with zeros for absent lanes); any other operand is
-computed into registers and written to shared memory.
+go from global to shared memory with ``cp.async`` (no registers; a window wholly
+inside its tensor takes one untested copy per group, else a boundary group is
+copied lane by lane with zeros for absent lanes), ``trans(window)`` included,
+which is staged as it lies; any other operand is computed into registers and
+written to shared memory, a 16-byte group at a time where it can be.
 
 With f16 or bf16 operands, an f32 accumulator and extents that ``m16n8k16``
 tiles, each warp then loads its fragments with ``ldmatrix`` (``b``
@@ -110,8 +112,8 @@ def emit_dot(ctx: EmitContext, node: ir.Dot, operand: Operand, indices: Indices)
         staged = _buffers(ctx, dtype, scratch, a_bytes, k + _PAD, b_row, transposed)
         a_access, b_access = ctx.access[a_load.tensor.name], ctx.access[b_load.tensor.name]
         b_shape = (n, k) if transposed else (k, n)
-        memory.copy_tile_async(ctx, a_access, a_idx, ctx.layout((m, k)), staged.a, staged.a_row)
-        memory.copy_tile_async(ctx, b_access, b_idx, ctx.layout(b_shape), staged.b, b_row)
+        copy_window(ctx, a_access, a_idx, ctx.layout((m, k)), staged.a, staged.a_row)
+        copy_window(ctx, b_access, b_idx, ctx.layout(b_shape), staged.b, b_row)
         ctx.line("phobos::copy_async_wait();")
         ctx.line("__syncthreads();")
         partial = a_load.type.partial or b_load.type.partial
@@ -124,6 +126,71 @@ def emit_dot(ctx: EmitContext, node: ir.Dot, operand: Operand, indices: Indices)
             ctx, a, b, a_bytes, b_bytes, b_transposed=transposed
         )
     return product(ctx, node, layout, staged, acc, present)
+
+
+def copy_window(
+    ctx: EmitContext,
+    access: TensorAccess,
+    indices: list[memory.AxisIndex],
+    layout: Layout,
+    buffer: str,
+    row: int,
+) -> None:
+    """A window into shared memory ``buffer`` (``row`` elements per row) with ``cp.async``.
+
+    When the whole window lies inside the tensor and its rows start on 16 bytes
+    (a block-uniform test), every group is one ``cp.async`` with no test of its
+    own; otherwise each group is tested (``memory.copy_tile_async``), the
+    boundary ones copied lane by lane with zeros for absent lanes.
+    """
+    whole = ctx.fresh("whole")
+    ctx.line(f"const bool {whole} = {_whole_and_aligned(access, indices)};")
+    with ctx.block(f"if ({whole})"):
+        memory.order_accesses(ctx, access)
+        with group_loop(ctx, layout, skip_padding=True):
+            start = len(ctx.lines)
+            group = _group_starts(indices)
+            pointer = f"{access.pointer} + ({memory.element_offset(access, group)})"
+            ctx.line(f"phobos::copy_async_16({buffer} + c0 * {row} + c1, {pointer});")
+            declare_coords(ctx, layout, start, "0")
+    with ctx.block("else"):
+        memory.copy_tile_async(ctx, access, indices, layout, buffer, row)
+
+
+def _group_starts(indices: list[memory.AxisIndex]) -> list[str]:
+    """Each tensor axis's index for a group's first lane: window starts plus ``c0``, ``c1``."""
+    out, tile_axis = [], 0
+    for index in indices:
+        if index.length is None:
+            out.append(index.start)
+        else:
+            out.append(f"{index.start} + {INDEX_CTYPE}(c{tile_axis})")
+            tile_axis += 1
+    return out
+
+
+def _whole_and_aligned(access: TensorAccess, indices: list[memory.AxisIndex]) -> str:
+    """Every lane of the window inside the tensor, and every row's first lane on 16 bytes.
+
+    Groups are 16 bytes along the unit-stride last axis, so they are aligned
+    when the window's first element is and the row stride is a whole number of
+    groups.
+    """
+    terms = []
+    for axis, index in enumerate(indices):
+        extent = access.extent(axis)
+        if index.length is None:
+            terms.append(f"phobos::below<{INDEX_CTYPE}>({index.start}, {extent})")
+        else:
+            terms.append(f"{index.start} >= 0 && {index.start} <= {extent} - {index.length}")
+    rows = next(axis for axis, index in enumerate(indices) if index.length is not None)
+    first = memory.element_offset(access, [index.start for index in indices])
+    terms.append(f"phobos::is_aligned<16>({access.pointer} + ({first}))")
+    terms.append(f"{access.stride(rows)} % {_GROUP_LANES} == 0")
+    return " && ".join(terms)
+
+
+_GROUP_LANES = 8  # 16-bit lanes in one 16-byte cp.async group
 
 
 def operand_bytes(ctx: EmitContext, node: ir.Dot, b_transposed: bool = False) -> tuple[int, int]:

@@ -25,6 +25,7 @@ from phobos.compile.codegen.dot import (
     Indices,
     Operand,
     Staged,
+    copy_window,
     copyable,
     operand_bytes,
     product,
@@ -33,11 +34,9 @@ from phobos.compile.codegen.dot import (
     window_meet,
     window_overlap,
 )
-from phobos.compile.codegen.dtypes import INDEX_CTYPE, ctype
-from phobos.compile.codegen.lanes import declare_coords, group_loop
-from phobos.compile.codegen.layout import Layout, MmaLayout
+from phobos.compile.codegen.dtypes import ctype
+from phobos.compile.codegen.layout import MmaLayout
 from phobos.compile.codegen.occupancy import MAX_REGISTERS, PAIRED_CTAS, REGISTERS_PER_SM
-from phobos.compile.codegen.signature import TensorAccess
 from phobos.compile.codegen.values import TileValue, and_masks, variable_name
 from phobos.compile.codegen.walk import walk
 from phobos.compile.ir import nodes as ir
@@ -100,8 +99,8 @@ def emit_pipelined_loop(
         with ctx.block(f"if ({at} < {stop})"):
             ctx.line(f"const {c} {var} = {at};")
             a_idx, b_idx = indices(dot.a.indices), indices(dot.b.indices)
-            _copy_window(ctx, a_access, a_idx, ctx.layout((m, k)), a_of(stage), k + 8)
-            _copy_window(ctx, b_access, b_idx, ctx.layout((k, n)), b_of(stage), n + 8)
+            copy_window(ctx, a_access, a_idx, ctx.layout((m, k)), a_of(stage), k + 8)
+            copy_window(ctx, b_access, b_idx, ctx.layout((k, n)), b_of(stage), n + 8)
         ctx.line("phobos::copy_async_commit();")
 
     partial = dot.a.type.partial or dot.b.type.partial
@@ -152,71 +151,6 @@ def emit_pipelined_loop(
             acc = operand(dot.acc)
             mask = and_masks(acc.mask, f"({meet} && {lanes})")
             assign(loop.body[0].var, TileValue(acc.dtype, acc.layout, acc.lane, mask))
-
-
-def _copy_window(
-    ctx: EmitContext,
-    access: TensorAccess,
-    indices: list[memory.AxisIndex],
-    layout: Layout,
-    buffer: str,
-    row: int,
-) -> None:
-    """A window into shared memory ``buffer`` (``row`` elements per row) with ``cp.async``.
-
-    When the whole window lies inside the tensor and its rows start on 16 bytes
-    (a block-uniform test), every group is one ``cp.async`` with no test of its
-    own; otherwise each group is tested (``memory.copy_tile_async``), the
-    boundary ones copied lane by lane with zeros for absent lanes.
-    """
-    whole = ctx.fresh("whole")
-    ctx.line(f"const bool {whole} = {_whole_and_aligned(access, indices)};")
-    with ctx.block(f"if ({whole})"):
-        memory.order_accesses(ctx, access)
-        with group_loop(ctx, layout, skip_padding=True):
-            start = len(ctx.lines)
-            group = _group_starts(indices)
-            pointer = f"{access.pointer} + ({memory.element_offset(access, group)})"
-            ctx.line(f"phobos::copy_async_16({buffer} + c0 * {row} + c1, {pointer});")
-            declare_coords(ctx, layout, start, "0")
-    with ctx.block("else"):
-        memory.copy_tile_async(ctx, access, indices, layout, buffer, row)
-
-
-def _group_starts(indices: list[memory.AxisIndex]) -> list[str]:
-    """Each tensor axis's index for a group's first lane: window starts plus ``c0``, ``c1``."""
-    out, tile_axis = [], 0
-    for index in indices:
-        if index.length is None:
-            out.append(index.start)
-        else:
-            out.append(f"{index.start} + {INDEX_CTYPE}(c{tile_axis})")
-            tile_axis += 1
-    return out
-
-
-def _whole_and_aligned(access: TensorAccess, indices: list[memory.AxisIndex]) -> str:
-    """Every lane of the window inside the tensor, and every row's first lane on 16 bytes.
-
-    Groups are 16 bytes along the unit-stride last axis, so they are aligned
-    when the window's first element is and the row stride is a whole number of
-    groups.
-    """
-    terms = []
-    for axis, index in enumerate(indices):
-        extent = access.extent(axis)
-        if index.length is None:
-            terms.append(f"phobos::below<{INDEX_CTYPE}>({index.start}, {extent})")
-        else:
-            terms.append(f"{index.start} >= 0 && {index.start} <= {extent} - {index.length}")
-    rows = next(axis for axis, index in enumerate(indices) if index.length is not None)
-    first = memory.element_offset(access, [index.start for index in indices])
-    terms.append(f"phobos::is_aligned<16>({access.pointer} + ({first}))")
-    terms.append(f"{access.stride(rows)} % {_GROUP_LANES} == 0")
-    return " && ".join(terms)
-
-
-_GROUP_LANES = 8  # 16-bit lanes in one 16-byte cp.async group
 
 
 def blocks_pair(threads: int, accumulator_words: int) -> bool:
