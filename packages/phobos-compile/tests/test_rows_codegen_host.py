@@ -5,7 +5,8 @@ in-thread reduction keeps one running partial per lane of a group and folds
 them at the end.  Rows of 1, 12288, 16383, 16384 and 16385 columns cover a
 window wholly inside the row, one with its last quarter absent, one whose last
 group straddles the row's end, and a row wider than the window.  A NaN anywhere
-in a row makes its max and min NaN, as numpy's do.  The emulation of the CUDA
+in a row makes its max and min NaN, as numpy's do.  Groups wholly past a
+row's end skip computing and storing the lanes they would store.  The emulation of the CUDA
 execution model is ``test_codegen_host``'s.
 """
 
@@ -99,6 +100,7 @@ def test_rows_of_64_lanes_a_thread_match_the_interpreter(tmp_path):
         kernel, generated = _kernel(SOFTMAX, f"softmax_{n}", {"BLOCK_N": 16384})
         assert generated.contract.block[0] == 256
         assert "_l[1][4];" in generated.source  # four running partials a row
+        assert "if (present != 0u)" in generated.source  # groups past N skip the division
         x = rng.standard_normal((2, n)).astype(np.float32)
         x[1, n // 2] = np.nan  # the second row's max, min and softmax are NaN
         empty = [np.zeros((2, n), np.float32), np.zeros(2, np.float32), np.zeros(2, np.float32)]

@@ -36,6 +36,14 @@ from phobos.compile.codegen.layout import AnyLayout, Layout
 from phobos.compile.codegen.signature import TensorAccess
 from phobos.compile.codegen.values import TileValue
 
+# A thread holding this many lanes of a stored tile skips the groups with no lane
+# present (past a row's end): they neither compute their lanes nor store, so a
+# 16384-wide softmax of 12288 columns skips a quarter of its divisions.  Such a
+# thread's registers are capped by two CTAs an SM anyway (``occupancy``); with
+# fewer lanes the branches cost registers (8192 columns: 80 -> 86, one CTA an SM
+# fewer) and the CTAs an SM holds hide the idle lanes.
+SKIPPING_LANES = 64
+
 
 @dataclass(frozen=True)
 class AxisIndex:
@@ -185,24 +193,41 @@ def store_tile(
     """
     order_accesses(ctx, access)
     layout = value.layout
-    lane_axis = _lane_axis(indices)
     c = ctype(value.dtype)
     with group_loop(ctx, layout):
         ctx.line(f"{c} lanes[{layout.vec}];")
-        if value.mask is None or value.word is not None:
-            ctx.line(f"const unsigned present = {value.word or '0xffffffffu'};")
-        else:
-            ctx.line("unsigned present = 0u;")
-        with lane_loop(ctx, layout):
-            ctx.line(f"lanes[i] = {value.lane};")
-            if value.mask is not None and value.word is None:
-                ctx.line(f"present |= unsigned({value.mask}) << i;")
-        if len(layout.runs) == 1:
-            _store_run(ctx, access, indices, layout, lane_axis, 0, layout.vec)
+        if value.word is not None:
+            ctx.line(f"const unsigned present = {value.word};")
+        if value.word is None or layout.repeats * layout.vec < SKIPPING_LANES:
+            _store_group(ctx, access, indices, value)
             return
-        for first, length in layout.runs:
-            with ctx.block(""):  # a scope per run: each declares its own coordinates
-                _store_run(ctx, access, indices, layout, lane_axis, first, length)
+        with ctx.block("if (present != 0u)"):
+            _store_group(ctx, access, indices, value)
+
+
+def _store_group(
+    ctx: EmitContext, access: TensorAccess, indices: list[AxisIndex], value: TileValue
+) -> None:
+    """One group's lanes, computed into ``lanes``, then stored run by run.
+
+    ``present`` is declared here unless the value has a mask word (the caller's).
+    """
+    layout = value.layout
+    lane_axis = _lane_axis(indices)
+    if value.mask is None:
+        ctx.line("const unsigned present = 0xffffffffu;")
+    elif value.word is None:
+        ctx.line("unsigned present = 0u;")
+    with lane_loop(ctx, layout):
+        ctx.line(f"lanes[i] = {value.lane};")
+        if value.mask is not None and value.word is None:
+            ctx.line(f"present |= unsigned({value.mask}) << i;")
+    if len(layout.runs) == 1:
+        _store_run(ctx, access, indices, layout, lane_axis, 0, layout.vec)
+        return
+    for first, length in layout.runs:
+        with ctx.block(""):  # a scope per run: each declares its own coordinates
+            _store_run(ctx, access, indices, layout, lane_axis, first, length)
 
 
 def _store_run(
