@@ -32,7 +32,7 @@ VARIANTS = [
     *(
         (LAYER_NORM, "layer_norm_forward", {"BLOCK_N": n, **threads})
         for n in (4096, 16384)
-        for threads in ({}, {"NUM_THREADS": 256}, {"NUM_THREADS": 1024})
+        for threads in ({}, {"NUM_THREADS": 256}, {"NUM_THREADS": 512}, {"NUM_THREADS": 1024})
     ),
     *(
         (LAYER_NORM, "layer_norm_backward_dx", {"ROWS": rows, "BLOCK_N": n})

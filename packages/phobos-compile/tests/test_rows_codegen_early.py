@@ -1,9 +1,9 @@
 """Windows loaded before a block's first reduction: which move, where to, and which stay.
 
 Layer norm's weights and biases (tensors the kernel never writes, at fixed
-starts) are loaded before the row's first barrier, after the row itself; a
-window of a tensor the kernel writes, or at a start that a variable gives,
-stays where its statement reads it.
+starts) are loaded before the row's first barrier, after the row itself, by a
+CTA of 1024 threads; a window of a tensor the kernel writes, or at a start that
+a variable gives, or in a smaller CTA, stays where its statement reads it.
 """
 
 from __future__ import annotations
@@ -50,13 +50,18 @@ def _source(text: str, name: str, values: dict[str, int]) -> str:
     return generate(kernel, spec, "sm_90").source
 
 
+def test_ctas_of_fewer_than_1024_threads_keep_their_loads_in_place():
+    source = _source(NORM, "norm", {"BLOCK_N": 16384, "NUM_THREADS": 512})
+    assert _first(source, "shuffle_xor") < _first(source, "(p_w")
+
+
 def _first(source: str, text: str) -> int:
     assert text in source, text
     return source.index(text)
 
 
 def test_weights_are_loaded_after_the_row_and_before_the_first_barrier():
-    source = _source(NORM, "norm", {"BLOCK_N": 16384})
+    source = _source(NORM, "norm", {"BLOCK_N": 16384, "NUM_THREADS": 1024})
     barrier = _first(source, "__syncthreads();")
     assert _first(source, "load_group<16, true>(p_x") < _first(source, "(p_w") < barrier
     assert source.count("(p_w +") == 1  # the statement reads the registers loaded early

@@ -18,10 +18,16 @@ from phobos.compile.ir import nodes as ir
 
 _FIXED = (ir.Const, ir.ScalarArg, ir.Extent, ir.CtxValue)
 _ARITHMETIC = (ir.Unary, ir.Binary, ir.Cast)
+# A CTA of 1024 threads is alone on its SM once a thread needs more than 32
+# registers, so nothing hides a late load's latency.  Smaller CTAs keep their loads
+# where they are: the early windows' registers would cost a CTA an SM (layer norm
+# over 4096 columns: 256 threads 63 -> 73 registers, four CTAs an SM -> three; 512
+# threads 39 -> 47, three -> two), and the other CTAs hide the latency.
+EARLY_THREADS = 1024
 
 
 def early_loads(
-    body: tuple[ir.Stmt, ...], written: frozenset[str], reloads: frozenset[str]
+    body: tuple[ir.Stmt, ...], written: frozenset[str], reloads: frozenset[str], threads: int
 ) -> tuple[int, list[tuple[ir.Load, ir.Stmt]]]:
     """Where to load early (the block's first reducing statement) and what.
 
@@ -29,9 +35,10 @@ def early_loads(
     after the first reduction count (before it, loads already come early); a
     block with ``dot`` keeps its loads where they are (its operands take their
     own paths), and a ``let`` that loops reload (``reload.py``) is not held.
+    Only CTAs of ``EARLY_THREADS`` or more load early.
     """
     straight = [s for s in body if isinstance(s, (ir.Define, ir.Assign, ir.Store))]
-    if any(isinstance(n, ir.Dot) for n in walk(tuple(straight))):
+    if threads < EARLY_THREADS or any(isinstance(n, ir.Dot) for n in walk(tuple(straight))):
         return 0, []
     position = None
     seen: set[ir.Load] = set()

@@ -27,7 +27,8 @@ from phobos.compile.ir import nodes as ir
 
 def emit_block(ctx: EmitContext, body: tuple[ir.Stmt, ...]) -> None:
     """The statements in order, after the windows they load that can come first."""
-    position, early = early_loads(body, ctx.read_and_written, frozenset(ctx.reloads))
+    reloads = frozenset(ctx.reloads)
+    position, early = early_loads(body, ctx.read_and_written, reloads, ctx.threads)
     for index, stmt in enumerate(body):
         if index == position:
             for load, reader in early:
