@@ -58,26 +58,32 @@ kernel partial(a: tensor<f16>[M, K], b: tensor<f16>[K, N], c: tensor<f32>[P, Q],
 
 TRANSPOSED = """\
 @autotune(BM in {16, 32}, BN in {24, 16}, BK in {32, 16})
-kernel transposed(a: tensor<f16>[M, K], b: tensor<f16>[N, K], c: tensor<f32>[M, N], d: tensor<f32>[M, N]) {
+kernel transposed(a: tensor<f16>[M, K], b: tensor<f16>[N, K], c: tensor<f32>[M, N], d: tensor<f32>[M, N], e: tensor<f32>[M, N], f: tensor<f32>[M, N], g: tensor<f32>[M, N]) {
     let m = ctx.block.y * BM
     let n = ctx.block.x * BN
     let rows = a[m :+ BM, 0 :+ BK]
     let columns = b[n :+ BN, 0 :+ BK]
     c[m :+ BM, n :+ BN] = fill(dot(rows, trans(columns)), -7.0)
     d[m :+ BM, n :+ BN] = fill(dot(f32(rows), trans(f32(columns))), -7.0)
+    e[m :+ BM, n :+ BN] = fill(dot(f16(f32(rows) * 2.0), trans(b[n :+ BN, 0 :+ BK])), -7.0)
+    f[m :+ BM, n :+ BN] = fill(dot(a[m :+ BM, 0 :+ BK], trans(f16(f32(columns) * 2.0))), -7.0)
+    // the register operand's present k (16-19) and the window's (0-15) never meet: absent
+    let late = f16(f32(a[m :+ BM, 16 :+ BK]))
+    g[m :+ BM, n :+ BN] = fill(dot(late, trans(b[n :+ BN, 0 - 16 :+ BK])), -7.0)
 }
 """
 
 
 def _transposed_launch(rng, values):
     """``dot(a, trans(b))`` over windows past the tensors' ends (K = 20 < BK): copied ``b``
-    read as it lies on the tensor cores, and staged from registers for the CUDA cores."""
+    read as it lies on the tensor cores, staged from registers for the CUDA cores, and one
+    operand copied beside the other staged from registers (its k bits meet the window's
+    k range)."""
     kernel = lower(parse(TRANSPOSED, "transposed.ph"), "transposed", values)
     args = [
         rng.standard_normal((40, 20)).astype(np.float16),
         rng.standard_normal((30, 20)).astype(np.float16),
-        np.zeros((40, 30), np.float32),
-        np.zeros((40, 30), np.float32),
+        *(np.zeros((40, 30), np.float32) for _ in range(5)),
     ]
     return kernel, (-(-30 // values["BN"]), -(-40 // values["BM"])), args
 

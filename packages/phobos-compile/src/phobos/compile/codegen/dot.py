@@ -121,11 +121,29 @@ def emit_dot(ctx: EmitContext, node: ir.Dot, operand: Operand, indices: Indices)
         if partial:
             present = window_meet(ctx, a_access, a_idx, b_access, b_idx, k, transposed)
     else:
-        a, b = operand(node.a), operand(b_source or node.b)
+        a_copy, b_copy = _copied(ctx, a_load, indices), _copied(ctx, b_load, indices)
+        a = operand(node.a) if a_copy is None else a_copy
+        b = operand(b_source or node.b) if b_copy is None else b_copy
         present, staged = _stage_through_registers(
-            ctx, a, b, a_bytes, b_bytes, b_transposed=transposed
+            ctx, (m, k, n), a, b, a_bytes, b_bytes, b_transposed=transposed
         )
     return product(ctx, node, layout, staged, acc, present)
+
+
+@dataclass(frozen=True)
+class Copied:
+    """An operand that a window load gives: copied by ``cp.async``, never in registers."""
+
+    access: TensorAccess
+    indices: list[memory.AxisIndex]
+    partial: bool
+
+
+def _copied(ctx: EmitContext, e: ir.Expr, indices: Indices) -> Copied | None:
+    if not copyable(ctx, e):
+        return None
+    assert isinstance(e, ir.Load)
+    return Copied(ctx.access[e.tensor.name], indices(e.indices), e.type.partial)
 
 
 def copy_window(
@@ -256,36 +274,48 @@ def _transposed_source(e: ir.Expr) -> ir.Expr | None:
 
 def _stage_through_registers(
     ctx: EmitContext,
-    a: TileValue,
-    b: TileValue,
+    mkn: tuple[int, int, int],
+    a: TileValue | Copied,
+    b: TileValue | Copied,
     a_bytes: int,
     b_bytes: int,
     b_transposed: bool = False,
 ) -> tuple[str | None, Staged]:
-    """Write both operands' lanes to shared memory; with absent lanes, also their k bit sets.
+    """Write the operands' lanes to shared memory; with absent lanes, also their k bit sets.
 
-    ``b_transposed``: ``b`` holds the transpose of the operand, ``[n, k]``.
+    At most one operand may be ``Copied`` (a window): it goes by ``cp.async``
+    while the other's lanes are stored, and its k range (block-uniform) stands
+    in for its bit sets.  ``b_transposed``: ``b`` holds the transpose of the
+    operand, ``[n, k]``.
 
     The bit sets are built with shared-memory atomics that many threads aim at
-    the same word, so they are built only when some lane of either operand is
-    absent: one block-wide vote (``__syncthreads_and``) finds the usual case,
+    the same word, so they are built only when some lane of a register operand
+    is absent: one block-wide vote (``__syncthreads_and``) finds the usual case,
     every lane present, where the result's presence is the accumulator's.
     """
-    (m, k), n = a.layout.shape, b.layout.shape[0 if b_transposed else 1]
+    m, k, n = mkn
     words = -(-k // 64)
-    masked = a.mask is not None or b.mask is not None
+    values = [v for v in (a, b) if isinstance(v, TileValue)]
+    masked = any(v.mask is not None for v in values)
     bits_bytes = (m + n) * words * 8 if masked else 0
     scratch = ctx.need_scratch(a_bytes + b_bytes + bits_bytes)
     b_row = k + _PAD if b_transposed else n + _PAD
-    staged = _buffers(ctx, a.dtype, scratch, a_bytes, k + _PAD, b_row, b_transposed)
+    staged = _buffers(ctx, values[0].dtype, scratch, a_bytes, k + _PAD, b_row, b_transposed)
+    for copied, buffer, row, shape in (
+        (a, staged.a, staged.a_row, (m, k)),
+        (b, staged.b, staged.b_row, (n, k) if b_transposed else (k, n)),
+    ):
+        if isinstance(copied, Copied):
+            copy_window(ctx, copied.access, copied.indices, ctx.layout(shape), buffer, row)
     a_bits = f"{staged.a}_bits"
     b_bits = f"{staged.b}_bits"
     full = f"{staged.a}_full"
     if masked:
-        _vote_full(ctx, (a, b), full)
+        _vote_full(ctx, tuple(values), full)
         offset = a_bytes + b_bytes
         ctx.line(f"phobos::u64* {a_bits} = reinterpret_cast<phobos::u64*>({scratch} + {offset});")
-        ctx.line(f"phobos::u64* {b_bits} = {a_bits} + {m * words};")
+        if isinstance(b, TileValue):
+            ctx.line(f"phobos::u64* {b_bits} = {a_bits} + {m * words};")
         with ctx.block(f"if (!{full})"):
             with ctx.block(f"for (int j = tid; j < {(m + n) * words}; j += {ctx.threads})"):
                 ctx.line(f"{a_bits}[j] = 0;")
@@ -296,6 +326,8 @@ def _stage_through_registers(
         (a, staged.a, staged.a_row, a_bits, "c0", "c1"),
         (b, staged.b, staged.b_row, b_bits, b_owner, b_k),
     ):
+        if isinstance(value, Copied):
+            continue
         zero = f"{ctype(value.dtype)}()"
         lane = value.lane if value.mask is None else f"({value.mask} ? {value.lane} : {zero})"
         marks = []
@@ -308,11 +340,55 @@ def _stage_through_registers(
         else:
             body = [f"{buffer}[c0 * {row} + c1] = {lane};", *marks]
             all_lanes(ctx, value.layout, body, skip_padding=True)
+    if len(values) < 2:
+        ctx.line("phobos::copy_async_wait();")
     ctx.line("__syncthreads();")
-    if not masked:
+    if len(values) == 2:
+        if not masked:
+            return None, staged
+        terms = [
+            f"({a_bits}[c0 * {words} + {w}] & {b_bits}[c1 * {words} + {w}])" for w in range(words)
+        ]
+        return f"({full} || ((" + " | ".join(terms) + ") != 0))", staged
+    if isinstance(a, Copied):  # its rows are the result's rows: b's bits meet its k range
+        copied, (lanes, k_axis), bits, owner, coord = a, _window_axes(a.indices), b_bits, "c1", "c0"
+    else:
+        assert isinstance(b, Copied)
+        axes = _window_axes(b.indices)
+        copied, bits, owner, coord = b, a_bits, "c0", "c1"
+        k_axis, lanes = axes[::-1] if b_transposed else axes
+    if not copied.partial and not masked:
         return None, staged
-    terms = [f"({a_bits}[c0 * {words} + {w}] & {b_bits}[c1 * {words} + {w}])" for w in range(words)]
-    return f"({full} || ((" + " | ".join(terms) + ") != 0))", staged
+    lo, hi, some = _window_k_range(ctx, copied.access, copied.indices, k_axis, k)
+    lane = f"{copied.indices[lanes].start} + {INDEX_CTYPE}({coord})"
+    own = _below(lane, copied.access.extent(lanes))
+    present = f"{some} && {own}"
+    if masked:
+        ranges = [
+            f"({bits}[{owner} * {words} + {w}] & phobos::bit_range({lo} - {64 * w}, {hi} - {64 * w}))"
+            for w in range(words)
+        ]
+        present += f" && ({full} || ((" + " | ".join(ranges) + ") != 0))"
+    return f"({present})", staged
+
+
+def _window_k_range(
+    ctx: EmitContext,
+    access: TensorAccess,
+    indices: list[memory.AxisIndex],
+    k_axis: int,
+    k: int,
+) -> tuple[str, str, str]:
+    """The k the window holds, ``lo .. hi - 1``, and a block-uniform flag: some k, and the
+    window's point indices inside the tensor."""
+    lo, hi, some = ctx.fresh("s"), ctx.fresh("s"), ctx.fresh("s")
+    start, extent = indices[k_axis].start, access.extent(k_axis)
+    ctx.line(f"{INDEX_CTYPE} {lo} = {INDEX_CTYPE}(0);")
+    ctx.line(f"if (-{start} > {lo}) {lo} = -{start};")
+    ctx.line(f"{INDEX_CTYPE} {hi} = {INDEX_CTYPE}({k});")
+    ctx.line(f"if ({extent} - {start} < {hi}) {hi} = {extent} - {start};")
+    ctx.line(f"const bool {some} = {lo} < {hi} && {_points_inside(access, indices)};")
+    return lo, hi, some
 
 
 def _stores_whole_groups(ctx: EmitContext, value: TileValue, row: int) -> bool:

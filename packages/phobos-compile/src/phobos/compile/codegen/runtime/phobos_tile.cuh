@@ -398,6 +398,16 @@ template <int WIDTH> PHOBOS_INLINE int any_in_segment(bool p) {
 // Mark bit `bit` of a shared-memory word (which k of a row or column is present).
 PHOBOS_INLINE void set_bit(u64* word, int bit) { atomicOr(word, 1ull << bit); }
 
+// Bits lo .. hi - 1 of a word, clipped to 0 .. 63: the k of one word of a bit set that a
+// window operand holds.
+template <class I> PHOBOS_INLINE u64 bit_range(I lo, I hi) {
+    if (lo < I(0)) lo = I(0);
+    if (hi > I(64)) hi = I(64);
+    if (lo >= hi) return 0;
+    const u64 below_hi = hi == I(64) ? ~0ull : (1ull << int(hi)) - 1ull;
+    return below_hi & ~((1ull << int(lo)) - 1ull);
+}
+
 // ------------------------------------------------------------------ inline PTX
 // The tensor-core and async-copy instructions.  A host emulator of the kernels
 // (the code generator's tests) defines PHOBOS_HOST_EMULATION and supplies these.
