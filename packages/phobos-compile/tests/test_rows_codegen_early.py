@@ -3,7 +3,7 @@
 Layer norm's weights and biases (tensors the kernel never writes, at fixed
 starts) are loaded before the row's first barrier, after the row itself, by a
 CTA of 1024 threads; a window of a tensor the kernel writes, or at a start that
-a variable gives, or in a smaller CTA, stays where its statement reads it.
+a variable gives, or below a later ``return``, or in a smaller CTA, stays where its statement reads it.
 """
 
 from __future__ import annotations
@@ -42,6 +42,17 @@ kernel shift(x: tensor<f32>[M, N], w: tensor<f32>[M, N], y: tensor<f32>[M, N]) {
 }
 """
 
+GUARDED = """\
+@autotune(BLOCK_N in [16, 4096])
+kernel guarded(x: tensor<f32>[N], w: tensor<f32>[N], y: tensor<f32>[N]) {
+    let total = sum(x[0 :+ BLOCK_N])
+    if total > 0.0 {
+        return
+    }
+    y[0 :+ BLOCK_N] = w[0 :+ BLOCK_N] + total
+}
+"""
+
 
 def _source(text: str, name: str, values: dict[str, int]) -> str:
     kernel = lower(parse(text, f"{name}.ph"), name, values)
@@ -53,6 +64,11 @@ def _source(text: str, name: str, values: dict[str, int]) -> str:
 def test_ctas_of_fewer_than_1024_threads_keep_their_loads_in_place():
     source = _source(NORM, "norm", {"BLOCK_N": 16384, "NUM_THREADS": 512})
     assert _first(source, "shuffle_xor") < _first(source, "(p_w")
+
+
+def test_no_window_moves_above_a_return():
+    source = _source(GUARDED, "guarded", {"BLOCK_N": 4096, "NUM_THREADS": 1024})
+    assert _first(source, "return;") < _first(source, "(p_w")
 
 
 def _first(source: str, text: str) -> int:

@@ -32,8 +32,9 @@ def early_loads(
     """Where to load early (the block's first reducing statement) and what.
 
     Each window comes with the statement that reads it first.  Only statements
-    after the first reduction count (before it, loads already come early); a
-    block with ``dot`` keeps its loads where they are (its operands take their
+    after the first reduction and before any later ``if``, loop or ``return``
+    count (no load moves above a guard that may prove it in bounds); a block
+    with ``dot`` keeps its loads where they are (its operands take their
     own paths), and a ``let`` that loops reload (``reload.py``) is not held.
     Only CTAs of ``EARLY_THREADS`` or more load early.
     """
@@ -45,6 +46,8 @@ def early_loads(
     early: list[tuple[ir.Load, ir.Stmt]] = []
     for index, stmt in enumerate(body):
         if not isinstance(stmt, (ir.Define, ir.Assign, ir.Store)):
+            if position is not None:  # no load moves above a branch, loop or return
+                break
             continue
         if isinstance(stmt, ir.Define) and stmt.var.name in reloads:
             continue
