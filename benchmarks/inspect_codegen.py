@@ -3,7 +3,8 @@
 No GPU: per variant it generates the CUDA, compiles it for sm_90 (NVRTC, then ptxas
 through nvJitLink) and prints the CTA size, ptxas' registers, spills and stack, and
 counts in the PTX (16-byte global loads and stores, shuffles, barriers, local memory),
-with the compile time.  Run: ``python -m benchmarks.inspect_codegen [--source NAME]``;
+with the compile time; where the ``nvidia-cuda-nvdisasm`` wheel is installed, also the
+SASS: its instructions, branches, ``MUFU`` (exp, reciprocal) and ``FSETP`` (compares).  Run: ``python -m benchmarks.inspect_codegen [--source NAME]``;
 ``--source softmax:ROWS=4,BLOCK_N=4096`` prints that variant's CUDA.
 """
 
@@ -11,7 +12,12 @@ from __future__ import annotations
 
 import argparse
 import re
+import subprocess
+import tempfile
 import time
+from pathlib import Path
+
+import nvidia
 
 from benchmarks.common import ROOT
 from phobos.compile.pipeline import compile_kernel, generate_kernel
@@ -51,6 +57,25 @@ _COUNTS = {
 }
 
 
+_SASS_OPCODES = ("BRA", "MUFU", "FSETP")
+_SASS_LINE = re.compile(r"^\s+/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z0-9_]+)", re.M)
+
+
+def sass_counts(cubin: bytes) -> str:
+    """The SASS's instruction count and a few opcodes' (empty without nvdisasm)."""
+    tools = [Path(root) / "cu13" / "bin" / "nvdisasm" for root in nvidia.__path__]
+    tool = next((t for t in tools if t.exists()), None)
+    if tool is None:
+        return ""
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as file:
+        file.write(cubin)
+        file.flush()
+        listing = subprocess.run([tool, "-c", file.name], capture_output=True, text=True).stdout
+    opcodes = _SASS_LINE.findall(listing)
+    counts = " ".join(f"{op} {opcodes.count(op)}" for op in _SASS_OPCODES)
+    return f"; SASS {len(opcodes)} ({counts})"
+
+
 def describe(path, kernel: str, values: dict[str, int]) -> str:
     module = translate_file(path).module
     start = time.perf_counter()
@@ -60,7 +85,7 @@ def describe(path, kernel: str, values: dict[str, int]) -> str:
     label = ",".join(f"{k}={v}" for k, v in values.items())
     return (
         f"{kernel}[{label}] block {compiled.contract.block[0]}: "
-        f"{compiled.resources.summary()}; {counts}; "
+        f"{compiled.resources.summary()}; {counts}{sass_counts(compiled.cubin)}; "
         f"{len(compiled.cuda_source) // 1024} KiB source; {seconds:.2f} s"
     )
 
