@@ -316,30 +316,35 @@ def _stage_through_registers(
         ctx.line(f"phobos::u64* {a_bits} = reinterpret_cast<phobos::u64*>({scratch} + {offset});")
         if isinstance(b, TileValue):
             ctx.line(f"phobos::u64* {b_bits} = {a_bits} + {m * words};")
+    # a[m, k]: row c0, k c1; b[k, n]: k c0, column c1 (transposed: column c0, k c1).
+    b_owner, b_k = ("c0", "c1") if b_transposed else ("c1", "c0")
+    sides = [
+        (value, buffer, row, bits, owner, k_coord)
+        for value, buffer, row, bits, owner, k_coord in (
+            (a, staged.a, staged.a_row, a_bits, "c0", "c1"),
+            (b, staged.b, staged.b_row, b_bits, b_owner, b_k),
+        )
+        if isinstance(value, TileValue)
+    ]
+    if masked:  # one block-uniform branch: the usual block neither clears nor marks
         with ctx.block(f"if (!{full})"):
             with ctx.block(f"for (int j = tid; j < {(m + n) * words}; j += {ctx.threads})"):
                 ctx.line(f"{a_bits}[j] = 0;")
             ctx.line("__syncthreads();")
-    # a[m, k]: row c0, k c1; b[k, n]: k c0, column c1 (transposed: column c0, k c1).
-    b_owner, b_k = ("c0", "c1") if b_transposed else ("c1", "c0")
-    for value, buffer, row, bits, owner, k_coord in (
-        (a, staged.a, staged.a_row, a_bits, "c0", "c1"),
-        (b, staged.b, staged.b_row, b_bits, b_owner, b_k),
-    ):
-        if isinstance(value, Copied):
-            continue
+            for value, _, _, bits, owner, k_coord in sides:
+                word = f"&{bits}[{owner} * {words} + {k_coord} / 64]"
+                mark = f"phobos::set_bit({word}, {k_coord} % 64);"
+                body = [mark if value.mask is None else f"if ({value.mask}) {mark}"]
+                all_lanes(ctx, value.layout, body, skip_padding=True)
+    for value, buffer, row, *_ in sides:
         zero = f"{ctype(value.dtype)}()"
         lane = value.lane if value.mask is None else f"({value.mask} ? {value.lane} : {zero})"
-        marks = []
-        if masked:
-            test = f"!{full}" if value.mask is None else f"!{full} && {value.mask}"
-            mark = f"phobos::set_bit(&{bits}[{owner} * {words} + {k_coord} / 64], {k_coord} % 64);"
-            marks.append(f"if ({test}) {mark}")
         if _stores_whole_groups(ctx, value, row):
-            _store_groups(ctx, value, lane, marks, f"{buffer} + c0 * {row} + c1")
+            _store_groups(ctx, value, lane, f"{buffer} + c0 * {row} + c1")
         else:
-            body = [f"{buffer}[c0 * {row} + c1] = {lane};", *marks]
-            all_lanes(ctx, value.layout, body, skip_padding=True)
+            all_lanes(
+                ctx, value.layout, [f"{buffer}[c0 * {row} + c1] = {lane};"], skip_padding=True
+            )
     if len(values) < 2:
         ctx.line("phobos::copy_async_wait();")
     ctx.line("__syncthreads();")
@@ -408,10 +413,8 @@ def _stores_whole_groups(ctx: EmitContext, value: TileValue, row: int) -> bool:
     )
 
 
-def _store_groups(
-    ctx: EmitContext, value: TileValue, lane: str, marks: list[str], address: str
-) -> None:
-    """Each group of ``value`` gathered lane by lane (with ``marks``), then stored at once."""
+def _store_groups(ctx: EmitContext, value: TileValue, lane: str, address: str) -> None:
+    """Each group of ``value`` gathered lane by lane, then stored at once."""
     layout = value.layout
     assert isinstance(layout, Layout)
     group = ctx.fresh("group")
@@ -420,8 +423,6 @@ def _store_groups(
         ctx.line(f"{ctype(value.dtype)} {group}[{layout.vec}];")
         with lane_loop(ctx, layout):
             ctx.line(f"{group}[i] = {lane};")
-            for mark in marks:
-                ctx.line(mark)
         ctx.line(f"phobos::store_vectors<{VECTOR_BYTES}>({address}, {group});")
         declare_coords(ctx, layout, start, "0")
 
@@ -431,7 +432,11 @@ def _vote_full(ctx: EmitContext, values: tuple[TileValue, ...], full: str) -> No
     mine = ctx.fresh("mine")
     ctx.line(f"bool {mine} = true;")
     for value in values:
-        if value.mask is not None:
+        if value.word is not None and value.layout.vec < 32:
+            every = f"{(1 << value.layout.vec) - 1}u"
+            with group_loop(ctx, value.layout, skip_padding=True):
+                ctx.line(f"{mine} = {mine} && ({value.word} & {every}) == {every};")
+        elif value.mask is not None:
             all_lanes(ctx, value.layout, [f"{mine} = {mine} && {value.mask};"], skip_padding=True)
     ctx.line(f"const bool {full} = __syncthreads_and({mine}) != 0;")
 
