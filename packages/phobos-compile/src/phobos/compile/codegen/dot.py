@@ -71,6 +71,16 @@ def result_layout(ctx: EmitContext, dot: ir.Dot) -> AnyLayout:
 
 
 @dataclass(frozen=True)
+class Presence:
+    """Which result lanes are present: ``lane``, per lane; ``always``, when known, a
+    block-uniform condition under which every lane is (whole windows, no absent lane in
+    the registers staged), so the usual block sets whole presence words at once."""
+
+    lane: str
+    always: str | None = None
+
+
+@dataclass(frozen=True)
 class Staged:
     """``a[m * a_row + k]`` and ``b[k * b_row + n]`` in shared memory.
 
@@ -119,7 +129,12 @@ def emit_dot(ctx: EmitContext, node: ir.Dot, operand: Operand, indices: Indices)
         partial = a_load.type.partial or b_load.type.partial
         present = None
         if partial:
-            present = window_meet(ctx, a_access, a_idx, b_access, b_idx, k, transposed)
+            some = window_overlap(ctx, a_access, a_idx, b_access, b_idx, k, transposed)
+            lanes = window_lanes(a_access, a_idx, b_access, b_idx, transposed)
+            a_rows = _window_axes(a_idx)[0]
+            b_cols = _window_axes(b_idx)[0 if transposed else 1]
+            rows, cols = _inside(a_access, a_idx, a_rows), _inside(b_access, b_idx, b_cols)
+            present = Presence(f"({some} && {lanes})", f"{some} && {rows} && {cols}")
     else:
         a_copy, b_copy = _copied(ctx, a_load, indices), _copied(ctx, b_load, indices)
         a = operand(node.a) if a_copy is None else a_copy
@@ -280,7 +295,7 @@ def _stage_through_registers(
     a_bytes: int,
     b_bytes: int,
     b_transposed: bool = False,
-) -> tuple[str | None, Staged]:
+) -> tuple[Presence | None, Staged]:
     """Write the operands' lanes to shared memory; with absent lanes, also their k bit sets.
 
     At most one operand may be ``Copied`` (a window): it goes by ``cp.async``
@@ -354,7 +369,7 @@ def _stage_through_registers(
         terms = [
             f"({a_bits}[c0 * {words} + {w}] & {b_bits}[c1 * {words} + {w}])" for w in range(words)
         ]
-        return f"({full} || ((" + " | ".join(terms) + ") != 0))", staged
+        return Presence(f"({full} || ((" + " | ".join(terms) + ") != 0))", full), staged
     if isinstance(a, Copied):  # its rows are the result's rows: b's bits meet its k range
         copied, (lanes, k_axis), bits, owner, coord = a, _window_axes(a.indices), b_bits, "c1", "c0"
     else:
@@ -368,13 +383,15 @@ def _stage_through_registers(
     lane = f"{copied.indices[lanes].start} + {INDEX_CTYPE}({coord})"
     own = _below(lane, copied.access.extent(lanes))
     present = f"{some} && {own}"
+    always = f"{some} && {_inside(copied.access, copied.indices, lanes)}"
     if masked:
         ranges = [
             f"({bits}[{owner} * {words} + {w}] & phobos::bit_range({lo} - {64 * w}, {hi} - {64 * w}))"
             for w in range(words)
         ]
         present += f" && ({full} || ((" + " | ".join(ranges) + ") != 0))"
-    return f"({present})", staged
+        always += f" && {full}"
+    return Presence(f"({present})", always), staged
 
 
 def _window_k_range(
@@ -510,6 +527,12 @@ def _window_axes(indices: list[memory.AxisIndex]) -> tuple[int, int]:
     return first, second
 
 
+def _inside(access: TensorAccess, indices: list[memory.AxisIndex], axis: int) -> str:
+    """Block-uniform: every index of the window along ``axis`` is inside the tensor."""
+    start, length = indices[axis].start, indices[axis].length
+    return f"{start} >= 0 && {start} <= {access.extent(axis)} - {length}"
+
+
 def _points_inside(access: TensorAccess, indices: list[memory.AxisIndex]) -> str:
     terms = [
         _below(index.start, access.extent(axis))
@@ -529,12 +552,12 @@ def product(
     layout: AnyLayout,
     staged: Staged,
     acc: TileValue,
-    present: str | None,
+    present: Presence | None,
 ) -> TileValue:
     k = node.a.type.shape[1]
     c = ctype(node.type.dtype)
     name = ctx.fresh()
-    mask = and_masks(acc.mask, present)
+    mask = and_masks(acc.mask, present.lane if present else None)
     declare_tile(ctx, c, name, layout, mask is not None)
     lines = []
     if isinstance(layout, MmaLayout):
@@ -552,15 +575,35 @@ def product(
             f"phobos::cast<{w}>({staged.b_at('k', 'c1')});",
             f"{name}[r][i] = phobos::cast<{c}>(total);",
         ]
-    if mask is not None:
+    if mask is not None and not (present and present.always):
         lines.append(set_mask_lane(name, mask))
     if lines:
         all_lanes(ctx, layout, lines, skip_padding=True)
+    if mask is not None and present and present.always:
+        _set_presence(ctx, layout, name, acc, present.always, mask)
     if mask is None:
         return TileValue(node.type.dtype, layout, f"{name}[r][i]")
     return TileValue(
         node.type.dtype, layout, f"{name}[r][i]", mask_lane(name), word=mask_word(name)
     )
+
+
+def _set_presence(
+    ctx: EmitContext, layout: AnyLayout, name: str, acc: TileValue, always: str, mask: str
+) -> None:
+    """The result's presence words: the accumulator's where every lane is known present
+    (``always``), else lane by lane."""
+    with ctx.block(f"if ({always})"):
+        if acc.word is not None:
+            with group_loop(ctx, layout, skip_padding=True):
+                ctx.line(f"{name}_m[r] = {acc.word};")
+        elif acc.mask is not None:
+            all_lanes(ctx, layout, [set_mask_lane(name, acc.mask)], skip_padding=True)
+        else:
+            with group_loop(ctx, layout, skip_padding=True):
+                ctx.line(f"{name}_m[r] = {(1 << layout.vec) - 1}u;")
+    with ctx.block("else"):
+        all_lanes(ctx, layout, [set_mask_lane(name, mask)], skip_padding=True)
 
 
 def _mma(

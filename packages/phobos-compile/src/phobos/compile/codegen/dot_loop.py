@@ -24,6 +24,7 @@ from phobos.compile.codegen.context import EmitContext
 from phobos.compile.codegen.dot import (
     Indices,
     Operand,
+    Presence,
     Staged,
     copy_window,
     copyable,
@@ -135,7 +136,7 @@ def emit_pipelined_loop(
             ctx.line(f"{meet} = {meet} && {some};")
         elif partial:
             a_idx, b_idx = indices(dot.a.indices), indices(dot.b.indices)
-            present = window_meet(ctx, a_access, a_idx, b_access, b_idx, k)
+            present = Presence(window_meet(ctx, a_access, a_idx, b_access, b_idx, k))
         staged = Staged(current_a, current_b, k + 8, n + 8)
         if hoisted:  # the accumulator's presence is left as it is until the loop ends
             result = product(ctx, dot, layout, staged, replace(acc, mask=None, word=None), None)
