@@ -3,13 +3,16 @@
 Window operands (``q``, ``trans(k[...])``, ``v[...]``) go to shared memory by
 ``cp.async``, never through registers; ``trans(k)`` lies as it is and is read
 by ``ldmatrix`` without ``.trans``; ``f16(p)`` is stored a 16-byte group at a
-time; and the forward's registers fit without spills at BLOCK_M=128.
+time; the forward's registers fit without spills at BLOCK_M=128, in half an SM's
+registers where its dots' results are small enough (``dot_pairing``).
 """
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
+
+import pytest
 
 from phobos.compile.check import lower
 from phobos.compile.codegen import Specialization, generate
@@ -20,12 +23,16 @@ ATTENTION = Path(__file__).resolve().parents[3] / "examples" / "attention.ph"
 FORWARD = {"D": 64, "BLOCK_M": 128, "BLOCK_N": 64, "NUM_THREADS": 256, "CAUSAL": 0}
 
 
-def _loop(kernel_name: str, values: dict[str, int]) -> str:
-    """The generated source of the kernel's loop (from its header to the end of the kernel)."""
+def _source(kernel_name: str, values: dict[str, int]) -> str:
     kernel = lower(parse_file(ATTENTION), kernel_name, values)
     facts = TensorSpecialization(16, True)
     spec = Specialization.of(32, **{t.name: facts for t in kernel.tensors})
-    source = generate(kernel, spec, "sm_90").source
+    return generate(kernel, spec, "sm_90").source
+
+
+def _loop(kernel_name: str, values: dict[str, int]) -> str:
+    """The generated source of the kernel's loop (from its header to the end of the kernel)."""
+    source = _source(kernel_name, values)
     return source[re.search(r"for \(index_t v_(kv|qs) = ", source).start() :]
 
 
@@ -59,6 +66,24 @@ def test_whole_windows_set_presence_words_at_once():
     whole = re.search(r"if \((s\d+) && s\d+ >= 0 && s\d+ <= e_S - 128 && ", first)
     assert whole, "no block-uniform test of the first dot's windows"
     assert re.search(r"t\d+_m\[r\] = 15u;", first[whole.end() :])
+
+
+@pytest.mark.parametrize(
+    ("kernel_name", "values", "paired"),
+    [
+        ("attention_forward", FORWARD, True),  # two results of 32 words a thread
+        ("attention_forward", {**FORWARD, "D": 128, "BLOCK_M": 64}, True),  # 16 + 32
+        ("attention_forward", {**FORWARD, "D": 128}, False),  # 32 + 64
+        ("attention_backward_dkdv", {**FORWARD, "BLOCK_M": 32}, True),  # four dots, 48 words
+        ("attention_backward_dkdv", {**FORWARD, "BLOCK_M": 64}, False),  # four dots, 64 words
+        ("attention_backward_dq", {**FORWARD, "BLOCK_M": 64, "BLOCK_N": 32}, True),  # 8 + 8 + 16
+    ],
+)
+def test_two_blocks_an_sm_while_the_dots_results_fit_half_the_registers(
+    kernel_name, values, paired
+):
+    bounds = "__launch_bounds__(256, 2)" if paired else "__launch_bounds__(256)\n"
+    assert bounds in _source(kernel_name, values)
 
 
 def test_forward_at_block_m_128_does_not_spill():

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from phobos.compile.codegen import memory
 from phobos.compile.codegen.context import EmitContext
 from phobos.compile.codegen.conversions import to_layout
+from phobos.compile.codegen.dot_pairing import count_dot
 from phobos.compile.codegen.dtypes import INDEX_CTYPE, byte_size, ctype
 from phobos.compile.codegen.lanes import (
     all_lanes,
@@ -104,6 +105,8 @@ class Staged:
 
 def emit_dot(ctx: EmitContext, node: ir.Dot, operand: Operand, indices: Indices) -> TileValue:
     layout = result_layout(ctx, node)
+    if isinstance(layout, MmaLayout):
+        count_dot(ctx, layout.repeats * layout.vec)
     # The accumulator first: a layout change stages it through the same shared buffer.
     outer, ctx.target_layout = ctx.target_layout, layout
     acc = to_layout(ctx, operand(node.acc), layout)
