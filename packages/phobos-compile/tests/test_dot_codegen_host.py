@@ -158,6 +158,12 @@ def test_pipelined_dot_loops_compute_what_the_interpreter_does(tmp_path):
             {**attention, "BLOCK_M": 64, "BLOCK_N": 32, "CAUSAL": 1},
             ("q", "k", "v"),
         ),
+        _attention_launch(  # the benchmarked tile: 2 row tiles a warp, two blocks an SM
+            rng,
+            "attention_forward",
+            {**attention, "D": 64, "BLOCK_M": 128, "BLOCK_N": 64, "CAUSAL": 0},
+            ("q", "k", "v"),
+        ),
         _attention_launch(
             rng,
             "attention_backward_dq",
