@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from phobos.compile.codegen.facts import Facts
 from phobos.compile.codegen.layout import AnyLayout, Layout, lanes_per_group
@@ -38,6 +39,7 @@ class EmitContext:
         self.threads = threads
         self.arch = arch  # the card compiled for ("sm_90"), "" when unknown
         self.ctas_per_sm = 1  # blocks per SM the emitted code asks registers for (dot_loop.py)
+        self.dot_tally: Any = None  # the kernel's tensor-core dots so far (dot_pairing.py)
         self.kernel_vec = kernel_vec
         self.index_width = index_width
         self.access = access

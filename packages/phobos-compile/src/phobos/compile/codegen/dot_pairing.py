@@ -16,13 +16,12 @@ pair at their smaller tiles (dq at D=64 also at BLOCK_N=64, spilling 8 bytes), a
 the autotuner keeps whichever variant runs fastest.
 
 The decision is the kernel's, so each dot adds its result to a running total
-kept per emission context, and the request is withdrawn when a later dot
-breaks the budget.
+kept in the emission context (``EmitContext.dot_tally``), and the request is
+withdrawn when a later dot breaks the budget.
 """
 
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass
 
 from phobos.compile.codegen.context import EmitContext
@@ -43,15 +42,14 @@ class _Dots:
     before: int
 
 
-_KERNELS: weakref.WeakKeyDictionary[EmitContext, _Dots] = weakref.WeakKeyDictionary()
-
-
 def count_dot(ctx: EmitContext, result_words: int) -> None:
     """Add a tensor-core dot whose result is ``result_words`` a thread; ask for two blocks
     an SM while the kernel's dots fit, and withdraw the request once they do not."""
     if REGISTERS_PER_SM // (PAIRED_CTAS * ctx.threads) >= MAX_REGISTERS:
         return  # a block this small pairs without asking
-    dots = _KERNELS.setdefault(ctx, _Dots(0, 0, ctx.ctas_per_sm))
+    if ctx.dot_tally is None:
+        ctx.dot_tally = _Dots(0, 0, ctx.ctas_per_sm)
+    dots: _Dots = ctx.dot_tally
     dots.count += 1
     dots.words += result_words
     budget = RESULT_WORDS if dots.count <= _PAIRED_DOTS else MANY_DOTS_RESULT_WORDS
