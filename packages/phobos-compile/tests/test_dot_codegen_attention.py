@@ -92,3 +92,14 @@ def test_forward_at_block_m_128_does_not_spill():
     )
     assert compiled.resources.spill_stores == 0
     assert compiled.resources.spill_loads == 0
+
+
+def test_a_masked_register_operand_is_staged_after_the_vote_with_no_barrier_of_its_own():
+    # f16(p) has absent lanes: the block votes whether every lane is present, and that vote
+    # (a barrier) is what orders earlier readers of the buffer before p's stores
+    loop = _loop("attention_forward", FORWARD)
+    second = loop[loop.index("mma_16816") :]
+    vote = re.search(r"const bool dot_a\d+_full = __syncthreads_and\(mine\d+\) != 0;\n", second)
+    assert vote
+    after = second[vote.end() :]
+    assert re.match(r"\s*phobos::f16\* dot_a\d+ = ", after)

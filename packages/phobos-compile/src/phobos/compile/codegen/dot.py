@@ -268,10 +268,15 @@ def _buffers(
     a_row: int,
     b_row: int,
     b_transposed: bool = False,
+    a_name: str | None = None,
 ) -> Staged:
+    """The two operands' buffers in ``scratch``, after a barrier (earlier readers of it are
+    done) unless ``a_name``, the ``a`` buffer's name, was taken at a barrier just passed
+    (``_stage_through_registers``' vote)."""
     c = ctype(dtype)
-    sa, sb = ctx.fresh("dot_a"), ctx.fresh("dot_b")
-    ctx.line("__syncthreads();")
+    sa, sb = a_name or ctx.fresh("dot_a"), ctx.fresh("dot_b")
+    if a_name is None:
+        ctx.line("__syncthreads();")
     ctx.line(f"{c}* {sa} = reinterpret_cast<{c}*>({scratch});")
     ctx.line(f"{c}* {sb} = reinterpret_cast<{c}*>({scratch} + {a_bytes});")
     return Staged(sa, sb, a_row, b_row, b_transposed)
@@ -318,7 +323,12 @@ def _stage_through_registers(
     bits_bytes = (m + n) * words * 8 if masked else 0
     scratch = ctx.need_scratch(a_bytes + b_bytes + bits_bytes)
     b_row = k + _PAD if b_transposed else n + _PAD
-    staged = _buffers(ctx, values[0].dtype, scratch, a_bytes, k + _PAD, b_row, b_transposed)
+    voted = ctx.fresh("dot_a") if masked else None
+    if voted is not None:  # the vote is a barrier: earlier readers of the buffer are done
+        _vote_full(ctx, tuple(values), f"{voted}_full")
+    dtype = values[0].dtype
+    staged = _buffers(ctx, dtype, scratch, a_bytes, k + _PAD, b_row, b_transposed, voted)
+    full = f"{staged.a}_full"
     for copied, buffer, row, shape in (
         (a, staged.a, staged.a_row, (m, k)),
         (b, staged.b, staged.b_row, (n, k) if b_transposed else (k, n)),
@@ -327,9 +337,7 @@ def _stage_through_registers(
             copy_window(ctx, copied.access, copied.indices, ctx.layout(shape), buffer, row)
     a_bits = f"{staged.a}_bits"
     b_bits = f"{staged.b}_bits"
-    full = f"{staged.a}_full"
     if masked:
-        _vote_full(ctx, tuple(values), full)
         offset = a_bytes + b_bytes
         ctx.line(f"phobos::u64* {a_bits} = reinterpret_cast<phobos::u64*>({scratch} + {offset});")
         if isinstance(b, TileValue):
