@@ -58,6 +58,12 @@ def test_backward_kernels_copy_their_window_operands():
     # dot(grad, trans(v[...])): both windows, both copied
     assert re.search(r"copy_async_16\(dot_a\d+ \+ c0 \* 72 \+ c1, p_do ", dq)
     assert re.search(r"copy_async_16\(dot_b\d+ \+ c0 \* 72 \+ c1, p_v ", dq)
+    # lets of the loop body that only dots read are copied by each dot, never held
+    for loop, tensor in ((dkdv, "p_q"), (dkdv, "p_do"), (dq, "p_k")):
+        assert (
+            len(re.findall(rf"copy_async_16\(dot_[ab]\d+ \+ c0 \* 72 \+ c1, {tensor} ", loop)) == 2
+        )
+        assert f"load_group<16, true>({tensor}" not in loop
 
 
 def test_whole_windows_set_presence_words_at_once():

@@ -114,6 +114,36 @@ def _attention_launch(rng, kernel_name, values, inputs):
     return kernel, (-(-positions // block), heads), [*args, np.float32(d**-0.5)]
 
 
+# ``y``, a window of a tensor the kernel never writes, is read only by dots: each dot copies
+# it again (reload.py); ``x``'s tensor is written in the loop, so ``x`` is held as loaded.
+LOOP_LETS = """\
+@autotune(BM in {16}, BK in {16})
+kernel loop_lets(a: tensor<f16>[M, K], b: tensor<f16>[M, K], c: tensor<f32>[M, N], steps: i32) {
+    let m = ctx.block.x * BM
+    var acc = zeros<f32>[BM, BM]
+    for s in 0 .. steps {
+        let x = a[m :+ BM, 0 :+ BK]
+        let y = b[m + s :+ BM, 0 :+ BK]
+        acc = dot(x, trans(y), acc)
+        a[m :+ BM, 0 :+ BK] = f16(f32(b[m :+ BM, 0 :+ BK]) * 0.5 + 1.0)
+        acc = dot(y, trans(x), acc)
+    }
+    c[m :+ BM, 0 :+ BM] = fill(acc, -7.0)
+}
+"""
+
+
+def _loop_lets_launch(rng, steps):
+    kernel = lower(parse(LOOP_LETS, "loop_lets.ph"), "loop_lets", {"BM": 16, "BK": 16})
+    args = [
+        rng.standard_normal((40, 16)).astype(np.float16),
+        rng.standard_normal((40, 16)).astype(np.float16),
+        np.zeros((40, 16), np.float32),
+        np.int32(steps),
+    ]
+    return kernel, (3, 1), args
+
+
 def _partial_launch(rng, values, steps):
     kernel = lower(parse(PARTIAL, "partial.ph"), "partial", values)
     args = [
@@ -149,6 +179,7 @@ def test_pipelined_dot_loops_compute_what_the_interpreter_does(tmp_path):
         _partial_launch(rng, {"BM": 32, "BN": 16, "BK": 16}, 6),  # a k-step past K: absent
         _transposed_launch(rng, {"BM": 16, "BN": 24, "BK": 32}),  # one warp, 3 tile columns
         _transposed_launch(rng, {"BM": 32, "BN": 16, "BK": 16}),
+        _loop_lets_launch(rng, 3),
     ]
     attention = {"D": 32, "NUM_THREADS": 256}
     made += [

@@ -9,6 +9,12 @@ it again from memory (an L1 or L2 hit after the first row) gives the same lanes
 at every use and frees its registers; Triton's tutorial reloads ``w`` per row
 the same way.  Such a variable is not emitted where it is defined; each read
 emits its definition again (see ``expressions.tile``).
+
+A ``let`` inside a loop body that is a window of an unwritten tensor and is read
+only as ``dot`` operands (the attention backward's ``queries``, ``grad`` and
+``keys``) is reloaded the same way: each dot then copies the window straight to
+shared memory with ``cp.async`` (``dot.py``) instead of loading it into registers
+once and storing those registers for every dot that reads it.
 """
 
 from __future__ import annotations
@@ -37,7 +43,7 @@ def reloaded_tiles(body: tuple[ir.Stmt, ...], written: frozenset[str]) -> dict[s
         for n in walk((stmt,))
         if isinstance(n, ir.Read)
     }
-    return {
+    reloads = {
         name: value
         for name, value in definitions.items()
         if name in inside_loops
@@ -45,6 +51,33 @@ def reloaded_tiles(body: tuple[ir.Stmt, ...], written: frozenset[str]) -> dict[s
         and _reloadable(value, written)
         and any(isinstance(n, ir.Load) for n in walk((value,)))
     }
+    for loop in (n for n in walk(body) if isinstance(n, (ir.For, ir.While))):
+        reloads |= _dot_operand_windows(loop.body, written)
+    return reloads
+
+
+def _dot_operand_windows(body: tuple[ir.Stmt, ...], written: frozenset[str]) -> dict[str, ir.Expr]:
+    """Each ``let`` window of a loop body that only dots read, as ``a``, ``b`` or ``trans(b)``."""
+    windows = {
+        n.var.name: n.value
+        for n in body
+        if isinstance(n, ir.Define)
+        and isinstance(n.var.type, ir.TileT)
+        and not n.var.mutable
+        and isinstance(n.value, ir.Load)
+        and _reloadable(n.value, written)
+    }
+    reads: dict[str, int] = {}
+    operands: dict[str, int] = {}
+    for node in walk(body):
+        if isinstance(node, ir.Read) and node.var.name in windows:
+            reads[node.var.name] = reads.get(node.var.name, 0) + 1
+        if isinstance(node, ir.Dot):
+            b = node.b.operand if isinstance(node.b, ir.Transpose) else node.b
+            for operand in (node.a, b):
+                if isinstance(operand, ir.Read) and operand.var.name in windows:
+                    operands[operand.var.name] = operands.get(operand.var.name, 0) + 1
+    return {name: windows[name] for name in reads if reads[name] == operands.get(name, 0)}
 
 
 def _reloadable(e: object, written: frozenset[str]) -> bool:
