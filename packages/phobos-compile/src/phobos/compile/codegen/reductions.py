@@ -266,15 +266,9 @@ def _reduce_columns(
             position = f"({k}) * {columns} + (tid % {per_row}) * {vec} + i"
             ctx.line(f"{staged}[{position}] = {part}[i];")
     ctx.line("__syncthreads();")
-    name = ctx.fresh()
-    declare_tile(ctx, c, name, layout, False)
-    with group_loop(ctx, layout, skip_padding=True), lane_loop(ctx, layout):
-        ctx.line(f"{ctype(acc)} total = {identity};")
-        ctx.directive("#pragma unroll")
-        with ctx.block(f"for (int k = 0; k < {partials}; ++k)"):
-            ctx.line(f"total = {_combine(op, 'total', f'{staged}[k * {columns} + c0]')};")
-        ctx.line(f"{name}[r][i] = phobos::cast<{c}>(total);")
-    return TileValue(dtype, layout, f"{name}[r][i]")
+    return _combine_staged(
+        ctx, op, acc, layout, dtype, partials, f"{staged}[k * {columns} + c0]", "#pragma unroll"
+    )
 
 
 def _reduce_through_shared(
@@ -287,14 +281,31 @@ def _reduce_through_shared(
     coords.insert(axis, "k")
     strides = [_stride(value.layout.shape, k) for k in range(len(coords))]
     position = " + ".join(f"{c} * {s}" if s != 1 else c for c, s in zip(coords, strides))
+    count = value.layout.shape[axis]
+    return _combine_staged(
+        ctx, op, acc, layout, dtype, count, f"{staged}[{position}]", "#pragma unroll 4"
+    )
+
+
+def _combine_staged(
+    ctx: EmitContext,
+    op: str,
+    acc: str,
+    layout: Layout,
+    dtype: str,
+    count: int,
+    element: str,
+    unroll: str,
+) -> TileValue:
+    """Each result lane combines ``count`` staged values (``element`` of ``k`` and its lane)."""
     name = ctx.fresh()
     c = ctype(dtype)
     declare_tile(ctx, c, name, layout, False)
     with group_loop(ctx, layout, skip_padding=True), lane_loop(ctx, layout):
         ctx.line(f"{ctype(acc)} total = {_identity(op, acc, ctx.index_width)};")
-        ctx.directive("#pragma unroll 4")
-        with ctx.block(f"for (int k = 0; k < {value.layout.shape[axis]}; ++k)"):
-            ctx.line(f"total = {_combine(op, 'total', f'{staged}[{position}]')};")
+        ctx.directive(unroll)
+        with ctx.block(f"for (int k = 0; k < {count}; ++k)"):
+            ctx.line(f"total = {_combine(op, 'total', element)};")
         ctx.line(f"{name}[r][i] = phobos::cast<{c}>(total);")
     return TileValue(dtype, layout, f"{name}[r][i]")
 
