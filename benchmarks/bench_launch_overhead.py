@@ -14,6 +14,7 @@ from __future__ import annotations
 import ctypes
 import statistics
 import struct
+import threading
 import time
 
 import torch
@@ -21,6 +22,8 @@ import triton
 
 from benchmarks.bench_01_vector_add import triton_add, vector_add
 from benchmarks.common import environment, write_json
+from phobos.launch.fastpath import LaunchTarget, compile_fast_launch
+from phobos.launch.native import native_status
 
 N = 1024
 ROUNDS = 31
@@ -108,6 +111,24 @@ def per_call_us(call, count: int = 20000) -> float:
     return statistics.median(samples)
 
 
+def python_fast_path(loaded, args):
+    """The generated-Python fast path for the same kernel and signature (the native path's
+    fallback), to measure the two side by side."""
+    binder = loaded._binder
+    on_device = loaded._devices[0]
+    target = LaunchTarget(
+        device=0,
+        function=on_device.handle,
+        launch=loaded.driver.launch,
+        launch_entry=None,
+        block=loaded.parameter_block(),
+        owner=threading.get_ident(),
+        other_thread=lambda grid, args, stream: None,
+        meta=dict(loaded.contract.values),
+    )
+    return compile_fast_launch(binder, binder.plan(args), args, target)
+
+
 def breakdown(x, y, out) -> dict:
     """What the parts of a launch that launch nothing cost alone."""
     args = (x, y, out)
@@ -138,6 +159,10 @@ def main() -> dict:
 
     lam = lambda m: (triton.cdiv(m["N"], m["BLOCK"]),)  # noqa: E731
     args = (x, y, out)
+    python_try = python_fast_path(loaded, args)
+    out.zero_()
+    assert python_try(grid, args, None) == 0
+    torch.testing.assert_close(out, x + y)
     figures = per_launch_us(
         {
             "bare_cuLaunchKernel": bare,
@@ -146,6 +171,7 @@ def main() -> dict:
             "phobos_lambda_grid": lambda: vector_add[lam](x, y, out, BLOCK=block),
             "launcher_launch": lambda: loaded.launch(grid, args),
             "launcher_try_launch": lambda: loaded.try_launch(grid, args, None),
+            "launcher_try_launch_python": lambda: python_try(grid, args, None),
             "triton": lambda: triton_add[grid](x, y, out, N, BLOCK_SIZE=block),
             "torch_add": lambda: torch.add(x, y, out=out),
         }
@@ -159,11 +185,17 @@ def main() -> dict:
         launch()
         torch.testing.assert_close(out, x + y)  # the fast path launched the right thing
     assert loaded.try_launch(grid, args, None) == 0, "the steady state missed the fast path"
+    paths = {
+        "native_status": native_status(),
+        "try_launch_type": type(loaded.try_launch).__name__,
+        "kernel_grid_type": type(vector_add[grid]).__name__,
+    }
     figures["phobos_over_triton"] = figures["phobos_tuple_grid"] / figures["triton"]
     figures["phobos_over_bare"] = figures["phobos_tuple_grid"] / figures["bare_cuLaunchKernel"]
     for name, value in figures.items():
         print(f"{name:24s} {value:8.2f}", flush=True)
-    return {"benchmark": "launch_overhead_us", "n": N, "figures": figures}
+    print(paths, flush=True)
+    return {"benchmark": "launch_overhead_us", "n": N, "figures": figures, "paths": paths}
 
 
 if __name__ == "__main__":

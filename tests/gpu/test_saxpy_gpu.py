@@ -75,3 +75,31 @@ def test_saxpy_64bit_indexing():
     torch.testing.assert_close(out[tail].double(), ref, rtol=1e-6, atol=1e-6)
     del x, y, out
     torch.cuda.empty_cache()
+
+
+def test_saxpy_steady_state_runs_in_c_and_stays_right():
+    """After the first launch, ``kernel[grid]`` and the kernel's fast path are the native ones
+    (where this machine can build them), and every launch through them is right: new tensors
+    and sizes of the same signature, another scalar, an explicit stream."""
+    import torch
+
+    from phobos.launch.native import native_status
+
+    if "is on" not in native_status():
+        pytest.fail(f"the GPU machine should build the native launch path: {native_status()}")
+    x, y = torch.randn(4096, device="cuda"), torch.randn(4096, device="cuda")
+    out = torch.full_like(x, float("nan"))
+    saxpy[GRID](x, y, out, 2.0, BLOCK=256)
+    launch = saxpy[GRID]
+    assert type(launch).__name__ == "SteadyCall"
+    assert type(saxpy.last_launch[1].try_launch).__name__ == "FastLaunch"
+    side = torch.cuda.Stream()
+    for n, alpha, stream in [(4096, 3.0, None), (1000, -1.5, None), (70_001, 0.25, side)]:
+        x, y = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
+        out = torch.full_like(x, float("nan"))
+        torch.cuda.synchronize()
+        launch(x, y, out, alpha, BLOCK=256, stream=stream)
+        torch.cuda.synchronize()
+        assert not out.isnan().any(), "some elements were never written"
+        torch.testing.assert_close(out, alpha * x + y)
+    assert saxpy.last_launch[1].try_launch(GRID, (x, y, out, 2.0), None) == 0

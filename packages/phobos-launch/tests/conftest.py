@@ -12,8 +12,14 @@ import pytest
 
 from phobos.launch import CudaError, LoadedKernel, load_kernel
 from phobos.launch.fastpath import FastLaunch, LaunchTarget, compile_fast_launch
+from phobos.launch.native import native_launch
 
 CUDA_ERROR_INVALID_HANDLE = 400
+
+# cuLaunchKernelEx's C signature, for the fake's entry point that the native fast path calls.
+LAUNCH_ENTRY = ctypes.CFUNCTYPE(
+    ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p
+)
 
 SAXPY = {
     "format_version": 1,
@@ -81,9 +87,13 @@ SCALE = {
 
 
 class FakeDriver:
-    """Records what the launcher asks of the driver; GPUs, limits and failures are settable."""
+    """Records what the launcher asks of the driver; GPUs, limits and failures are settable.
 
-    def __init__(self) -> None:
+    With ``native`` (the default) it offers a C entry point, so launches of torch
+    tensors take the native fast path as on a real driver; without it, the Python one.
+    """
+
+    def __init__(self, native: bool = True) -> None:
         self.calls: list[tuple[Any, ...]] = []
         self.launches: list[dict[str, Any]] = []
         self.pointer_devices: dict[int, int] = {}
@@ -97,6 +107,8 @@ class FakeDriver:
         self.events = 0
         self.function_contexts: dict[int, int] = {}  # function -> the context it was loaded in
         self.refuse_launch = 0  # a CUDA error code every launch returns
+        self._entry = LAUNCH_ENTRY(self._launch_from_c)
+        self.launch_entry = ctypes.cast(self._entry, ctypes.c_void_p).value if native else None
 
     def driver_version(self) -> int:
         return self.version
@@ -162,8 +174,16 @@ class FakeDriver:
         self.calls.append(("stream_wait_event", stream, event))
 
     def launch(self, config, function, kernel_params, extra) -> int:
-        """cuLaunchKernelEx as the driver behaves: refused when another context is current."""
-        handle = function.value
+        """cuLaunchKernelEx as the generated Python calls it: ctypes objects."""
+        params = None if kernel_params is None else ctypes.addressof(kernel_params)
+        return self._launch(bytes(config), function.value, params, "python")
+
+    def _launch_from_c(self, config, function, kernel_params, extra) -> int:
+        """cuLaunchKernelEx as the native fast path calls it: addresses."""
+        return self._launch(ctypes.string_at(config, 40), function, kernel_params, "native")
+
+    def _launch(self, config: bytes, handle: int, params: int | None, caller: str) -> int:
+        """The driver's behaviour: refused when another context is current."""
         owner = self.function_contexts.get(handle)
         if self.context not in (0, owner):
             return CUDA_ERROR_INVALID_HANDLE
@@ -177,8 +197,9 @@ class FakeDriver:
                 "block": tuple(cta),
                 "smem": smem,
                 "stream": stream,
-                "params": None if kernel_params is None else ctypes.addressof(kernel_params),
+                "params": params,
                 "context": self.context or owner,
+                "caller": caller,
             }
         )
         return 0
@@ -187,20 +208,27 @@ class FakeDriver:
         pass
 
 
-def fast_launch(kernel: LoadedKernel, args: list[Any], device: int = 0) -> FastLaunch | None:
-    """The fast path ``kernel`` would compile for the signature of ``args`` on ``device``."""
+def fast_launch(
+    kernel: LoadedKernel, args: list[Any], device: int = 0, native: bool = False
+) -> FastLaunch | None:
+    """The fast path ``kernel`` would make for the signature of ``args`` on ``device``.
+
+    ``native``: the C one (native.py), else the generated Python (fastpath.py).
+    """
     binder = kernel._binder
     on_device = kernel._loaded(device)
     target = LaunchTarget(
         device=device,
         function=on_device.handle,
         launch=kernel.driver.launch,
+        launch_entry=kernel.driver.launch_entry,
         block=kernel.parameter_block(),
         owner=threading.get_ident(),
         other_thread=lambda grid, args, stream: None,
         meta=dict(kernel.contract.values),
     )
-    return compile_fast_launch(binder, binder.plan(args), args, target)
+    make = native_launch if native else compile_fast_launch
+    return make(binder, binder.plan(args), args, target)
 
 
 class CudaArray:
@@ -235,7 +263,9 @@ class FakeTorchDtype:
         return f"torch.{self.name}"
 
 
-TORCH_DTYPES = {name: FakeTorchDtype(name) for name in ("float32", "float16", "bfloat16", "int32")}
+TORCH_DTYPES = {
+    name: FakeTorchDtype(name) for name in ("float32", "float16", "bfloat16", "int32", "int64")
+}
 
 
 class Tensor:

@@ -1,4 +1,5 @@
-"""The compiled fast path accepts exactly what the reference binder accepts, and packs the same bytes."""
+"""The fast paths (generated Python and native C) accept exactly what the reference binder
+accepts, and pack the same bytes."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ INDEX32_SCALE = {
 }
 
 
-def outcome(kernel, fast, args):
+def outcome(kernel, fast, args, caller="python"):
     """(reference result or error text, fast result or None) for the same arguments.
 
     A result is (device, extents, producer streams, parameter bytes); the reference
@@ -47,18 +48,21 @@ def outcome(kernel, fast, args):
         assert driver.launches == []
         return reference, code
     (launch,) = driver.launches
-    assert launch["grid"] == (1, 1, 1) and launch["stream"] == 0
+    assert launch["grid"] == (1, 1, 1) and launch["stream"] == 0 and launch["caller"] == caller
     return reference, (launch["context"] - 0xC0, reference[1], reference[2], bytes(block))
 
 
-def check_agreement(kernel, make, good, bad):
-    fast = fast_launch(kernel, good)
+def check_agreement(kernel, make, good, bad, native=False):
+    fast = fast_launch(kernel, good, native=native)
+    if native and not all(isinstance(a, Tensor) for a in good if not isinstance(a, (int, float))):
+        assert fast is None  # the native path takes torch tensors only
+        return
     assert fast is not None
-    reference, bound = outcome(kernel, fast, bad)
+    reference, bound = outcome(kernel, fast, bad, "native" if native else "python")
     if isinstance(reference, str):
-        assert bound is None or bound == reference, (reference, fast.source)
+        assert bound is None or bound == reference, (reference, getattr(fast, "source", fast))
     else:
-        assert bound == reference, fast.source
+        assert bound == reference, getattr(fast, "source", fast)
 
 
 arrays = st.sampled_from(["cai", "torch"])
@@ -69,15 +73,16 @@ sizes = st.integers(0, 5) | st.sampled_from([2**31 - 1, 2**31, 2**33])
 @settings(max_examples=300, deadline=None)
 @given(
     kind=arrays,
-    n=st.tuples(sizes, sizes, sizes),
-    offsets=st.tuples(alignments, alignments, alignments),
+    n=st.tuples(sizes, sizes, sizes) | sizes.map(lambda k: (k, k, k)),
+    offsets=st.tuples(alignments, alignments, alignments) | st.just((0, 0, 0)),
     stride=st.sampled_from([1, 1, 2, -1]),
     dtype=st.sampled_from(["f32", "f32", "f32", "f16"]),
     alpha=st.sampled_from([2.0, 3, "x", 1e40, True]),
     readonly=st.booleans(),
     devices=st.tuples(st.integers(0, 1), st.integers(0, 1)),
+    native=st.booleans(),
 )
-def test_saxpy_fast_path_agrees(kind, n, offsets, stride, dtype, alpha, readonly, devices):
+def test_saxpy_fast_path_agrees(kind, n, offsets, stride, dtype, alpha, readonly, devices, native):
     driver = FakeDriver()
     kernel = load_kernel(SAXPY, cubin=b"C", driver=driver)
 
@@ -98,7 +103,7 @@ def test_saxpy_fast_path_agrees(kind, n, offsets, stride, dtype, alpha, readonly
         make(n[2], offsets[2], readonly=readonly),
         alpha,
     ]
-    check_agreement(kernel, make, good, bad)
+    check_agreement(kernel, make, good, bad, native)
 
 
 def test_scale_fast_path_agrees_on_every_combination():
@@ -110,17 +115,24 @@ def test_scale_fast_path_agrees_on_every_combination():
         byte_strides = None if strides is None else tuple(s * itemsize for s in strides)
         return CudaArray(shape, typestr, BASE, byte_strides)
 
-    good = [make((2, 4), "<f2"), make((4, 64), "<f2"), make((2, 64), "<f4"), 1.0, 1, False]
+    def make_tensor(shape, typestr, strides=None):
+        return Tensor(shape, {"<f2": "float16", "<f4": "float32"}[typestr], BASE, strides)
+
     a_strides = [None, (2, 1), (1, 8), (2**31 - 1, 1), (2**31, 1), (2**40, 1)]
     scalars = [(1.0, 3, True), (1e6, 3, True), (1.0, 2.5, True), (1.0, 3, 2)]
-    cases = itertools.product(kernels, [0, 1, 2, 3, 2**20], [1, 4, 5], [64, 32], a_strides, scalars)
-    for kernel, m, k, cols, strides, values in cases:
-        bad = [make((m, k), "<f2", strides), make((k, cols), "<f2"), make((m, 64), "<f4"), *values]
-        check_agreement(kernel, make, good, bad)
+    scalars += [(2**15 * 3.0, -(2**63), False), (1.0, 2**63, True), (float("nan"), 1, 1)]
+    makers = [(make, False), (make_tensor, False), (make_tensor, True)]
+    cases = itertools.product(
+        kernels, makers, [0, 1, 2, 3, 2**20], [1, 4, 5], [64, 32], a_strides, scalars
+    )
+    for kernel, (maker, native), m, k, cols, strides, values in cases:
+        good = [maker((2, 4), "<f2"), maker((4, 64), "<f2"), maker((2, 64), "<f4"), 1.0, 1, False]
+        bad = [maker((m, k), "<f2", strides), maker((k, cols), "<f2"), maker((m, 64), "<f4")]
+        check_agreement(kernel, maker, good, [*bad, *values], native)
 
 
-def test_generated_source_is_kept_for_reading(driver, contract, fakes):
-    kernel = load_kernel(contract, cubin=b"C", driver=driver)
+def test_generated_source_is_kept_for_reading(contract, fakes):
+    kernel = load_kernel(contract, cubin=b"C", driver=FakeDriver(native=False))
     args = [fakes.tensor((8,)) for _ in range(3)] + [1.0]
     kernel.launch((1,), args)
     source = kernel.try_launch.source

@@ -211,3 +211,25 @@ def test_launch_from_a_thread_with_no_context(kernel, torch):
     torch.cuda.synchronize()
     assert errors == []
     assert out.tolist() == list(range(300))
+
+
+def test_torch_steady_launches_take_the_native_path(torch):
+    """The second launch of a signature makes the native fast path; it launches right, and a
+    launch it cannot take (a strided view) still gets the reference path's refusal."""
+    from phobos.launch.native import native_status
+
+    if "is on" not in native_status():
+        pytest.fail(f"the GPU machine should build the native launch path: {native_status()}")
+    kernel = load_kernel(WRITE_INDEX, ptx=WRITE_INDEX_PTX)
+    first = torch.full((10,), -1, dtype=torch.int32, device="cuda")
+    kernel.launch(blocks, (first,))
+    assert type(kernel.try_launch).__name__ == "FastLaunch"
+    for n in (1, 1000, 123_457):
+        out = torch.full((n,), -1, dtype=torch.int32, device="cuda")
+        assert kernel.try_launch(blocks, (out,), None) == 0
+        torch.cuda.synchronize()
+        assert torch.equal(out, torch.arange(n, dtype=torch.int32, device="cuda"))
+    strided = torch.zeros(64, dtype=torch.int32, device="cuda")[::2]
+    assert kernel.try_launch(blocks, (strided,), None) is None
+    with pytest.raises(LaunchError, match=r"non-contiguous"):
+        kernel.launch(blocks, (strided,))

@@ -173,8 +173,10 @@ class Kernel:
 def launcher(kernel: Kernel, grid: Grid) -> Callable[..., None]:
     """``kernel[grid]``: a function of the kernel's arguments (and optional keywords) that launches.
 
-    A closure rather than an object with ``__call__``: the steady-state launch is the
-    figure for host time per launch, and calling a function is the cheapest call.
+    The steady-state launch is the figure for host time per launch.  Once the kernel
+    has launched on a GPU, the steady state runs in C where the native launch path is
+    built (``phobos.launch.native.steady_call``), with this closure taking every
+    other call; before that, and without it, the closure is all.
     """
 
     def launch(*args: Any, stream: Any = None, race_check: bool = False, **values: int) -> None:
@@ -190,7 +192,19 @@ def launcher(kernel: Kernel, grid: Grid) -> Callable[..., None]:
             launch_fully(kernel, grid, args, stream, race_check, values, sys._getframe(1))
 
     launch.grid = grid  # type: ignore[attr-defined]
-    return launch
+    if kernel.last_launch is None:
+        return launch
+
+    def launch_unsteadily(
+        *args: Any, stream: Any = None, race_check: bool = False, **values: int
+    ) -> None:
+        """What the steady state in C hands over (it has tried the fast path already)."""
+        with user_facing():
+            launch_fully(kernel, grid, args, stream, race_check, values, sys._getframe(1))
+
+    from phobos.launch.native import steady_call
+
+    return steady_call(kernel, grid, launch_unsteadily) or launch
 
 
 def launch_fully(
@@ -236,6 +250,8 @@ def launch_fully(
         except LaunchError as exc:
             raise located_launch_error(kernel, exc, call_site(caller)) from None
     fixes_all = set(values) >= set(kernel.space.names)
+    if fixes_all and kernel.last_launch is None:
+        kernel._last_indexed = None  # the next kernel[grid] can take the steady state in C
     kernel.last_launch = (values, loaded) if fixes_all else None
 
 

@@ -132,6 +132,10 @@ class ArgumentBinder:
             else:
                 self.slot_sources.append((SCALAR, position[slot.param], 0))
 
+    def strided_tensors(self) -> set[int]:
+        """The tensors (by index in ``tensors``) whose strides some slot passes to the kernel."""
+        return {a for kind, a, _ in self.slot_sources if kind == STRIDE}
+
     def plan(self, args: Sequence[Any]) -> Plan:
         """The plan for the call signature of ``args`` (made on first sight); checks the count."""
         if len(args) != self.count:

@@ -7,7 +7,8 @@ for the code (``CUDA_ERROR_UNSUPPORTED_PTX_VERSION``) and its description.  Hand
 The one exception is ``launch``, the bare ``cuLaunchKernelEx``: it is called on every
 launch, so it takes ctypes objects built once (no ``argtypes`` to convert through,
 which costs more than the rest of a launch's Python) and returns the CUresult for
-the caller to check.
+the caller to check.  ``launch_entry`` is the same function's address, which the
+native fast path (native.py) calls from C.
 
 The rest of the launcher talks to the driver only through the ``Driver`` protocol
 below, so tests can stand a fake in for it on a machine without a GPU.
@@ -65,6 +66,10 @@ class Driver(Protocol):
         """``cuLaunchKernelEx``: a ``LaunchBlock``'s config and params, a ``c_void_p`` function."""
         ...
 
+    # The address of a C function with cuLaunchKernelEx's signature, called by the native
+    # fast path (native.py); None where there is none.
+    launch_entry: int | None
+
     def synchronize(self) -> None: ...
 
 
@@ -120,6 +125,7 @@ class CudaDriver:
                 "(R520); update the driver"
             ) from None
         self.launch.restype = c_int
+        self.launch_entry = ctypes.cast(self.launch, c_void_p).value
         self._get_current = self._fn["cuCtxGetCurrent"]
         self._context_out = threading.local()  # per thread: (c_void_p, pointer to it)
         self._call("cuInit", 0)

@@ -52,16 +52,26 @@ from functools import partial
 from typing import Any
 
 from phobos.launch.arrays import ArrayProtocolError, read_cai, read_torch
-from phobos.launch.binder import EXTENT, INDEX32_LIMIT, POINTER, STRIDE, ArgumentBinder, Plan
+from phobos.launch.binder import (
+    EXTENT,
+    INDEX32_LIMIT,
+    POINTER,
+    STRIDE,
+    ArgumentBinder,
+    Plan,
+    TensorCheck,
+)
 from phobos.launch.dtypes import from_torch
+from phobos.launch.errors import LaunchError
 from phobos.launch.grid import MAX_GRID
 from phobos.launch.params import LaunchBlock
 from phobos.launch.streams import LEGACY_DEFAULT_STREAM, stream_handle
 
 FastLaunch = Callable[[Any, Sequence[Any], Any], "int | None"]
 
-# What reading or packing may raise on arguments that the reference binder then explains.
-RETRY_SLOWLY = (struct.error, OverflowError, ArrayProtocolError, KeyError)
+# What reading or packing may raise on arguments that the reference binder then explains
+# (a scalar reader's LaunchError too: the reference path raises it where the caller sees it).
+RETRY_SLOWLY = (struct.error, OverflowError, ArrayProtocolError, KeyError, LaunchError)
 
 # Scalars of these slot types whose argument is already of this Python type are packed as is.
 _EXACT_SCALAR = {"f16": "float", "f32": "float", "f64": "float", "bool": "bool"}
@@ -74,6 +84,7 @@ class LaunchTarget:
     device: int
     function: Any  # the CUfunction as a ctypes.c_void_p
     launch: Callable[..., int]  # the driver's cuLaunchKernelEx
+    launch_entry: int | None  # its C entry point's address, for the native path (native.py)
     block: LaunchBlock
     owner: int  # threading.get_ident() of the thread the block belongs to
     other_thread: FastLaunch  # what a launch from any other thread calls instead
@@ -120,19 +131,13 @@ def compile_fast_launch(
     reads: list[str] = []
     checks: list[str] = []
     producers: list[str] = []
-    strided = {a for kind, a, _ in binder.slot_sources if kind == STRIDE}
+    strided = binder.strided_tensors()
     for i, (check, reader) in enumerate(zip(binder.tensors, plan.readers)):
         arg = f"a{check.position}"
         p, s, t = f"p{i}", f"s{i}", f"t{i}"
         namespace[f"T{i}"] = type(args[check.position])
         types.append(f"{arg}.__class__ is T{i}")
-        # Strides are read only where a slot, the 32-bit span or a 2-D unit-stride test needs them.
-        one_unit_axis = check.rank == 1 and check.unit_stride
-        needs_strides = (
-            i in strided
-            or (binder.index32 and not one_unit_axis)
-            or (check.unit_stride and not one_unit_axis)
-        )
+        needs_strides, check_contiguous, span_check = tensor_reads(binder, check, i in strided)
         if reader is read_torch:
             dtype = args[check.position].dtype
             if from_torch(dtype) != check.dtype:
@@ -144,8 +149,7 @@ def compile_fast_launch(
             if needs_strides:
                 reads.append(f"        {t} = {arg}.stride()")
             checks.append(f"{arg}.get_device() != {device}")
-            if check.unit_stride and not needs_strides:
-                # For one axis, torch's contiguity is exactly "stride 1 or at most one element".
+            if check_contiguous:
                 checks.append(f"not {arg}.is_contiguous()")
         elif reader is read_cai:
             namespace[f"READ{i}"] = read_cai
@@ -164,7 +168,7 @@ def compile_fast_launch(
             checks.append(f"{p} % {check.align}")
         if check.unit_stride and needs_strides:
             checks.append(f"({t}[-1] != 1 and {s}[-1] > 1)")
-        if binder.index32 and check.rank and not one_unit_axis:
+        if span_check:
             span = " + ".join(
                 f"({s}[{a}] - 1 if {s}[{a}] > 1 else 0) * abs({t}[{a}])" for a in range(check.rank)
             )
@@ -217,6 +221,19 @@ def compile_fast_launch(
     function = namespace["try_launch"]
     function.source = source
     return function
+
+
+def tensor_reads(binder: ArgumentBinder, check: TensorCheck, strided: bool) -> tuple[bool, bool, bool]:
+    """What a fast path reads of a torch tensor: (strides?, ``is_contiguous()``?, 32-bit span?).
+
+    Strides are read only where a slot (``strided``), the 32-bit span or a unit-stride
+    test of several axes needs them; for one axis, torch's contiguity is exactly
+    "stride 1 or at most one element", so ``is_contiguous()`` settles a unit stride.
+    """
+    one_unit_axis = check.rank == 1 and check.unit_stride
+    span_check = binder.index32 and check.rank > 0 and not one_unit_axis
+    needs_strides = strided or span_check or (check.unit_stride and not one_unit_axis)
+    return needs_strides, check.unit_stride and not needs_strides, span_check
 
 
 def _grid_lines(meta: Mapping[str, int], names: Sequence[str], extents: Sequence[str]) -> list[str]:

@@ -4,8 +4,9 @@
 context (the one torch and CuPy use, so the kernel runs beside them) the first time
 the kernel is launched on that device, or at once when ``device=`` is given.
 
-A launch first tries ``try_launch``, the fast path compiled for the call signature,
-GPU and thread of an earlier good launch (fastpath.py).  When that cannot take the
+A launch first tries ``try_launch``, the fast path made for the call signature,
+GPU and thread of an earlier good launch (native.py in C for torch tensors where a C
+compiler is at hand, else fastpath.py's generated Python).  When that cannot take the
 arguments, ``launch`` binds them with the reference binder (which explains anything
 wrong), makes the kernel's context current if another one is, launches, and
 compiles the fast path for next time.
@@ -32,6 +33,7 @@ from phobos.launch.driver import (
 from phobos.launch.errors import CudaError, LaunchError
 from phobos.launch.fastpath import FastLaunch, LaunchTarget, compile_fast_launch
 from phobos.launch.grid import Grid, call_grid, grid_dims
+from phobos.launch.native import native_launch
 from phobos.launch.params import LaunchBlock
 from phobos.launch.streams import StreamOrdering, stream_handle
 
@@ -203,12 +205,16 @@ class LoadedKernel:
                 device=device,
                 function=on_device.handle,
                 launch=self.driver.launch,
+                launch_entry=getattr(self.driver, "launch_entry", None),
                 block=block,
                 owner=thread,
                 other_thread=self._try_other_thread,
                 meta=dict(self.contract.values),
             )
-            fast = self._fast_paths[key] = compile_fast_launch(self._binder, plan, args, target)
+            fast = native_launch(self._binder, plan, args, target)
+            if fast is None:
+                fast = compile_fast_launch(self._binder, plan, args, target)
+            self._fast_paths[key] = fast
         if fast is not None:
             self._fast_by_thread[thread] = fast
             self.try_launch = fast

@@ -1,0 +1,217 @@
+"""The native fast path (native.py, native_fast_launch.c): built here, launching through a fake
+driver's C entry point, with the outcome of the generated Python for every argument."""
+
+from __future__ import annotations
+
+import shutil
+import struct
+import subprocess
+import sys
+import sysconfig
+import threading
+import tracemalloc
+
+import pytest
+
+from phobos.launch import LaunchError, load_kernel
+from phobos.launch import native as native_module
+from phobos.launch.native import SOURCE, build_extension, native_status
+
+from .conftest import SAXPY, FakeDriver, Tensor, fast_launch
+
+BASE = 0x7F0000000000
+
+needs_native = pytest.mark.skipif(
+    native_module.native_module() is None, reason=native_status()
+)  # a machine with no C compiler: the generated Python serves (tested in test_fastpath.py)
+
+
+def saxpy_tensors(n: int = 1000) -> list[Tensor]:
+    return [Tensor((n,), ptr=BASE + i * 0x10000) for i in range(3)]
+
+
+def both_paths(args):
+    """(native result, Python result, native bytes, Python bytes, launches) for one call."""
+    results = []
+    for native in (True, False):
+        driver = FakeDriver()
+        kernel = load_kernel(SAXPY, cubin=b"C", driver=driver)
+        fast = fast_launch(kernel, [*saxpy_tensors(), 2.0], native=native)
+        assert fast is not None
+        grid, call_args, stream = args
+        code = fast(grid, call_args, stream)
+        results.append((code, bytes(kernel.parameter_block()), driver.launches))
+    return results
+
+
+@needs_native
+def test_a_steady_launch_of_torch_tensors_takes_the_native_path():
+    driver = FakeDriver()
+    kernel = load_kernel(SAXPY, cubin=b"C", driver=driver)
+    args = [*saxpy_tensors(), 2.0]
+    kernel.launch((8,), args)  # the reference path, which makes the fast path
+    assert type(kernel.try_launch).__name__ == "FastLaunch"
+    kernel.launch((8,), [*saxpy_tensors(), 0.5])
+    first, second = driver.launches
+    assert (first["caller"], second["caller"]) == ("python", "native")
+    assert second["grid"] == (8, 1, 1) and second["block"] == (128, 1, 1)
+    assert bytes(kernel.parameter_block()) == struct.pack(
+        "<QQQif", BASE, BASE + 0x10000, BASE + 0x20000, 1000, 0.5
+    )
+
+
+GRIDS = [(1,), (3, 2), (3, 2, 5), (0,), (-1,), (2**31,), (1, 65536), (1.0,), [4], (), (1, 2, 3, 4),
+         lambda meta: (meta["N"] // meta["BLOCK"] + 1,), lambda meta: 7, lambda meta: (True,)]  # fmt: skip
+STREAMS = [None, 0, 7, 2**64 - 1, 2**64, -1, type("S", (), {"cuda_stream": 9})(), True]
+SCALARS = [2.0, 3, True, 1e39, -1e39, float("inf"), float("nan"), "x", None, 2**70]
+
+
+@needs_native
+@pytest.mark.parametrize("grid", GRIDS)
+@pytest.mark.parametrize("stream", STREAMS)
+def test_grids_and_streams_as_the_generated_python_takes_them(grid, stream):
+    try:
+        native, python = both_paths((grid, [*saxpy_tensors(), 2.0], stream))
+    except TypeError:  # a stream= the generated Python refuses outright: the native path too
+        with pytest.raises(TypeError):
+            both_paths((grid, [*saxpy_tensors(), 2.0], object()))
+        return
+    assert native[0] == python[0]
+    if native[0] == 0:
+        assert native[1] == python[1]
+        same = ("grid", "block", "smem", "stream", "function", "context")
+        assert [[n[k] for k in same] for n in native[2]] == [[p[k] for k in same] for p in python[2]]
+
+
+@needs_native
+@pytest.mark.parametrize("alpha", SCALARS)
+def test_scalars_as_the_generated_python_takes_them(alpha):
+    native, python = both_paths(((1,), (*saxpy_tensors(), alpha), None))
+    assert native[0] == python[0]
+    if native[0] == 0:
+        assert native[1] == python[1]
+
+
+@needs_native
+def test_a_bad_launch_after_the_steady_state_is_explained_by_the_reference_path():
+    driver = FakeDriver()
+    kernel = load_kernel(SAXPY, cubin=b"C", driver=driver)
+    kernel.launch((1,), [*saxpy_tensors(), 2.0])
+    kernel.launch((1,), [*saxpy_tensors(), 2.0])
+    with pytest.raises(LaunchError, match="x: expected a f32 tensor, got f16"):
+        kernel.launch((1,), [Tensor((1000,), "float16", ptr=BASE), *saxpy_tensors()[1:], 2.0])
+    with pytest.raises(LaunchError, match="extent N disagrees"):
+        kernel.launch((1,), [*saxpy_tensors()[:2], Tensor((999,), ptr=BASE), 2.0])
+    with pytest.raises(LaunchError, match="takes 4 arguments"):
+        kernel.launch((1,), saxpy_tensors())
+    assert [launch["caller"] for launch in driver.launches] == ["python", "native"]
+
+
+@needs_native
+def test_another_thread_gets_its_own_fast_path():
+    driver = FakeDriver()
+    kernel = load_kernel(SAXPY, cubin=b"C", driver=driver)
+    kernel.launch((1,), [*saxpy_tensors(), 2.0])
+    mine = kernel.try_launch
+    seen = []
+
+    def launch_twice():
+        seen.append(mine((1,), [*saxpy_tensors(), 2.0], None))  # not this thread's: None
+        kernel.launch((2,), [*saxpy_tensors(), 2.0])
+        kernel.launch((3,), [*saxpy_tensors(), 2.0])
+        seen.append(mine((4,), [*saxpy_tensors(), 2.0], None))  # hands over to the thread's own
+
+    thread = threading.Thread(target=launch_twice)
+    thread.start()
+    thread.join()
+    assert seen == [None, 0]
+    assert [(launch["grid"][0], launch["caller"]) for launch in driver.launches] == [
+        (1, "python"), (2, "python"), (3, "native"), (4, "native")
+    ]  # fmt: skip
+
+
+@needs_native
+def test_an_interrupt_in_a_grid_function_goes_up_and_other_errors_mean_retry():
+    driver = FakeDriver()
+    kernel = load_kernel(SAXPY, cubin=b"C", driver=driver)
+    fast = fast_launch(kernel, [*saxpy_tensors(), 2.0], native=True)
+
+    def interrupted(meta):
+        raise KeyboardInterrupt
+
+    def broken(meta):
+        raise KeyError("M")
+
+    with pytest.raises(KeyboardInterrupt):
+        fast(interrupted, [*saxpy_tensors(), 2.0], None)
+    assert fast(broken, [*saxpy_tensors(), 2.0], None) is None
+    assert driver.launches == []
+
+
+@needs_native
+def test_steady_launches_hold_no_memory():
+    driver = FakeDriver()
+    kernel = load_kernel(SAXPY, cubin=b"C", driver=driver)
+    args = (*saxpy_tensors(), 2.0)
+    fast = fast_launch(kernel, list(args), native=True)
+    grid = lambda meta: (4,)  # noqa: E731
+    for _ in range(100):
+        fast(grid, args, None)
+    driver.launches.clear()
+    counts = [sys.getrefcount(o) for o in (*args, args[0].shape, args[0].dtype, grid)]
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    for _ in range(2000):
+        assert fast(grid, args, None) == 0
+        driver.launches.clear()
+    grown = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    assert [sys.getrefcount(o) for o in (*args, args[0].shape, args[0].dtype, grid)] == counts
+    assert grown < 20_000  # a leak of one int per launch would be 64 kB
+
+
+def test_a_missing_compiler_leaves_the_generated_python(monkeypatch, tmp_path):
+    monkeypatch.setattr(native_module, "_module", None)
+    monkeypatch.setattr(native_module, "_status", None)
+    monkeypatch.setenv("PHOBOS_CACHE_DIR", str(tmp_path))
+    real = sysconfig.get_config_var
+    monkeypatch.setattr(
+        sysconfig, "get_config_var", lambda name: "/no/such/cc" if name == "CC" else real(name)
+    )
+    assert "native launch path is off: /no/such/cc could not run" in native_status()
+    driver = FakeDriver()
+    kernel = load_kernel(SAXPY, cubin=b"C", driver=driver)
+    kernel.launch((1,), [*saxpy_tensors(), 2.0])
+    kernel.launch((1,), [*saxpy_tensors(), 2.0])
+    assert [launch["caller"] for launch in driver.launches] == ["python", "python"]
+    assert kernel.try_launch.source.startswith("def try_launch")
+
+
+def test_the_switch_turns_the_native_path_off(monkeypatch):
+    monkeypatch.setenv("PHOBOS_NATIVE_LAUNCH", "0")
+    assert native_status() == "the native launch path is off: PHOBOS_NATIVE_LAUNCH=0"
+    driver = FakeDriver()
+    kernel = load_kernel(SAXPY, cubin=b"C", driver=driver)
+    for _ in range(2):
+        kernel.launch((1,), [*saxpy_tensors(), 2.0])
+    assert [launch["caller"] for launch in driver.launches] == ["python", "python"]
+
+
+@needs_native
+def test_a_build_is_kept_and_found_again(tmp_path):
+    path = build_extension(tmp_path)
+    assert path.exists() and path.name.startswith("phobos_native_launch-")
+    stamp = path.stat().st_mtime_ns
+    assert build_extension(tmp_path) == path and path.stat().st_mtime_ns == stamp
+    assert [p.name for p in tmp_path.iterdir()] == [path.name]  # no temporary left behind
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="no gcc on this machine")
+def test_the_c_source_compiles_without_warnings(tmp_path):
+    include = sysconfig.get_paths()["include"]
+    done = subprocess.run(
+        ["gcc", "-O2", "-shared", "-fPIC", "-Wall", "-Wextra", "-Werror", f"-I{include}",
+         str(SOURCE), "-o", str(tmp_path / "x.so")],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr

@@ -1,0 +1,129 @@
+"""``kernel[grid]`` after a GPU launch: the steady state (in C where the native launch path is
+built) goes straight to the last kernel's ``try_launch``; every other call takes the Python path."""
+
+from __future__ import annotations
+
+import pytest
+
+import phobos.lang as ph
+from phobos.launch import LaunchError
+from phobos.launch.native import native_module
+from tests.gpu.saxpy_kernel import saxpy
+from tests.test_launch_errors_located import DeviceArray
+
+
+class FakeLoaded:
+    """A LoadedKernel as phobos.lang sees it: ``try_launch`` answers ``answer``."""
+
+    def __init__(self) -> None:
+        self.tries: list[tuple] = []
+        self.launches: list[tuple] = []
+        self.answer: int | None = 0
+        self.refusal: LaunchError | None = None
+
+    def try_launch(self, grid, args, stream):
+        self.tries.append((grid, args, stream))
+        return self.answer
+
+    def launch(self, grid, args, *, stream=None):
+        if self.refusal is not None:
+            raise self.refusal
+        self.launches.append((grid, tuple(args), stream))
+
+
+@pytest.fixture
+def gpu_launches(monkeypatch):
+    """Every launch phobos.lang hands to the GPU module, made on a fresh FakeLoaded."""
+    from phobos.lang import gpu
+
+    made: list[FakeLoaded] = []
+
+    def launch(kernel, grid, args, values, *, stream):
+        loaded = FakeLoaded()
+        loaded.launch(grid, args, stream=stream)
+        made.append(loaded)
+        return loaded
+
+    monkeypatch.setattr(gpu, "launch", launch)
+    monkeypatch.setattr(saxpy, "last_launch", None)
+    monkeypatch.setattr(saxpy, "_last_indexed", None)
+    return made
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_the_steady_state_calls_try_launch_and_nothing_else(gpu_launches, monkeypatch, native):
+    if native and native_module() is None:
+        pytest.skip("no native launch path on this machine")
+    if not native:
+        monkeypatch.setenv("PHOBOS_NATIVE_LAUNCH", "0")
+    x, y, out = DeviceArray(100), DeviceArray(100), DeviceArray(100)
+    saxpy[(1,)](x, y, out, 2.0, BLOCK=128)
+    (loaded,) = gpu_launches
+    launch = saxpy[(1,)]
+    assert (type(launch).__name__ == "SteadyCall") == native
+    assert launch.grid == (1,)
+    launch(x, y, out, 3.0, BLOCK=128)
+    launch(x, y, out, 4.0, BLOCK=128, stream=7, race_check=False)
+    assert loaded.tries == [((1,), (x, y, out, 3.0), None), ((1,), (x, y, out, 4.0), 7)]
+    assert len(gpu_launches) == 1 and len(loaded.launches) == 1
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_other_calls_take_the_python_path(gpu_launches, monkeypatch, native):
+    if native and native_module() is None:
+        pytest.skip("no native launch path on this machine")
+    if not native:
+        monkeypatch.setenv("PHOBOS_NATIVE_LAUNCH", "0")
+    x, y, out = DeviceArray(100), DeviceArray(100), DeviceArray(100)
+    saxpy[(1,)](x, y, out, 2.0, BLOCK=128)
+    (first,) = gpu_launches
+    launch = saxpy[(1,)]
+
+    first.answer = None  # the fast path cannot take it: the kernel's reference path launches
+    launch(x, y, out, 2.0, BLOCK=128)
+    assert len(first.tries) == 1 and len(first.launches) == 2
+
+    launch(x, y, out, 2.0, BLOCK=256)  # another variant: chosen and launched afresh
+    assert len(gpu_launches) == 2 and len(first.tries) == 1
+
+    from phobos.lang import gpu
+
+    checked = []
+    monkeypatch.setattr(gpu, "race_check", lambda *args: checked.append(args))
+    second = gpu_launches[1]
+    launch(x, y, out, 2.0, BLOCK=256, race_check=True)  # checks races, then launches
+    assert len(checked) == 1 and len(gpu_launches) == 3 and second.tries == []
+
+
+def test_a_refusal_after_the_steady_state_is_reported_at_the_call(gpu_launches):
+    x, y, out = DeviceArray(100), DeviceArray(100), DeviceArray(100)
+    saxpy[(1,)](x, y, out, 2.0, BLOCK=128)
+    (loaded,) = gpu_launches
+    loaded.answer = None
+    loaded.refusal = LaunchError("saxpy: y: expected a f32 tensor, got f16 (shape (100,))", "y")
+    from phobos.lang import gpu
+
+    def refuse(kernel, grid, args, values, *, stream):
+        raise loaded.refusal
+
+    gpu.launch = refuse  # restored by the fixture's monkeypatch
+    with pytest.raises(ph.PhobosError) as info:
+        saxpy[(1,)](x, y, out, 2.0, BLOCK=128)  # the refused line
+    rendered = str(info.value)
+    assert rendered.splitlines()[0].startswith(f"{__file__}:")
+    assert "saxpy[(1,)](x, y, out, 2.0, BLOCK=128)  # the refused line" in rendered
+
+
+def test_an_interrupt_in_try_launch_goes_up(gpu_launches):
+    if native_module() is None:
+        pytest.skip("no native launch path on this machine")
+    x, y, out = DeviceArray(100), DeviceArray(100), DeviceArray(100)
+    saxpy[(1,)](x, y, out, 2.0, BLOCK=128)
+    (loaded,) = gpu_launches
+
+    def interrupted(grid, args, stream):
+        raise KeyboardInterrupt
+
+    loaded.try_launch = interrupted
+    with pytest.raises(KeyboardInterrupt):
+        saxpy[(1,)](x, y, out, 2.0, BLOCK=128)
