@@ -80,7 +80,9 @@ def test_grids_and_streams_as_the_generated_python_takes_them(grid, stream):
     if native[0] == 0:
         assert native[1] == python[1]
         same = ("grid", "block", "smem", "stream", "function", "context")
-        assert [[n[k] for k in same] for n in native[2]] == [[p[k] for k in same] for p in python[2]]
+        assert [[n[k] for k in same] for n in native[2]] == [
+            [p[k] for k in same] for p in python[2]
+        ]
 
 
 @needs_native

@@ -223,7 +223,9 @@ def compile_fast_launch(
     return function
 
 
-def tensor_reads(binder: ArgumentBinder, check: TensorCheck, strided: bool) -> tuple[bool, bool, bool]:
+def tensor_reads(
+    binder: ArgumentBinder, check: TensorCheck, strided: bool
+) -> tuple[bool, bool, bool]:
     """What a fast path reads of a torch tensor: (strides?, ``is_contiguous()``?, 32-bit span?).
 
     Strides are read only where a slot (``strided``), the 32-bit span or a unit-stride

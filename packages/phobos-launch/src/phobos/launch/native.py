@@ -82,7 +82,9 @@ def native_launch(
         )  # fmt: skip
     block = target.block
     slots = []
-    for (kind, a, b), slot, offset in zip(binder.slot_sources, binder.contract.slots, block.offsets):
+    for (kind, a, b), slot, offset in zip(
+        binder.slot_sources, binder.contract.slots, block.offsets
+    ):
         reader = partial(binder.read_scalar, a) if kind == SCALAR else None
         slots.append((kind, a, b, SLOT_TYPES.index(slot.type), offset, reader))
     config = ctypes.addressof(block.config)
