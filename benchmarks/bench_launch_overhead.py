@@ -129,10 +129,12 @@ def python_fast_path(loaded, args):
     return compile_fast_launch(binder, binder.plan(args), args, target)
 
 
-def breakdown(x, y, out) -> dict:
+def breakdown(x, y, out, lam) -> dict:
     """What the parts of a launch that launch nothing cost alone."""
     args = (x, y, out)
+    meta = {"BLOCK": 1024, "N": N}
     return {
+        "grid_lambda_call": per_call_us(lambda: lam(meta)),
         "torch_reads_3_tensors": per_call_us(
             lambda: [
                 (t.dtype, t.shape, t.data_ptr(), t.get_device(), t.is_contiguous()) for t in args
@@ -176,7 +178,7 @@ def main() -> dict:
             "torch_add": lambda: torch.add(x, y, out=out),
         }
     )
-    figures.update(breakdown(x, y, out))
+    figures.update(breakdown(x, y, out, lam))
     for launch in (
         lambda: vector_add[grid](x, y, out, BLOCK=block),
         lambda: vector_add[lam](x, y, out, BLOCK=block),
