@@ -184,6 +184,48 @@ template <> void mma_16816<f16>(float (&d)[4], const unsigned (&a)[4], const uns
 template <> void mma_16816<bf16>(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
     emulated_mma<bf16>(d, a, b);
 }
+// wgmma: a descriptor is an index into the thread's table of what it described; each
+// thread computes its own accumulators from shared memory, reading the operands where the
+// PTX ISA's canonical layouts (K-major a, MN-major b) and swizzle modes put them.
+void fence_async_shared() {}
+void wgmma_fence() {}
+void wgmma_commit() {}
+template <int PENDING> void wgmma_wait() {}
+struct EmulatedDescriptor { const unsigned char* start; unsigned lbo, sbo, mode; };
+thread_local EmulatedDescriptor emulated_descriptors[64];
+thread_local unsigned emulated_descriptor_count;
+u64 wgmma_descriptor(const void* start, unsigned lbo, unsigned sbo, unsigned mode) {
+    unsigned i = emulated_descriptor_count++ % 64;
+    emulated_descriptors[i] = {static_cast<const unsigned char*>(start), lbo, sbo, mode};
+    return i;
+}
+template <class T> float emulated_element(const EmulatedDescriptor& e, unsigned long long linear) {
+    const unsigned width = e.mode == 1 ? 128 : e.mode == 2 ? 64 : 32;
+    unsigned long long at = reinterpret_cast<unsigned long long>(e.start) + linear;
+    at ^= ((at >> 7) & (width / 16 - 1)) << 4;
+    T value;
+    std::memcpy(&value, reinterpret_cast<const void*>(at), 2);
+    return float(value);
+}
+template <int N, class T> void wgmma_emulated(float (&d)[N / 8][4], u64 a, u64 b) {
+    const EmulatedDescriptor& da = emulated_descriptors[a];
+    const EmulatedDescriptor& db = emulated_descriptors[b];
+    const unsigned wa = da.mode == 1 ? 128 : da.mode == 2 ? 64 : 32;
+    const unsigned wb = db.mode == 1 ? 128 : db.mode == 2 ? 64 : 32;
+    const unsigned t = threadIdx.x % 128, warp = t / 32, lane = t % 32;
+    for (int j = 0; j < N / 8; ++j) for (int i = 0; i < 4; ++i) {
+        const unsigned row = warp * 16 + lane / 4 + (i / 2) * 8;
+        const unsigned col = j * 8 + (lane % 4) * 2 + i % 2;
+        float sum = 0;
+        for (unsigned k = 0; k < 16; ++k) {
+            const float x = emulated_element<T>(da, (row % 8) * wa + (row / 8) * da.sbo + k * 2);
+            const float y = emulated_element<T>(
+                db, (k % 8) * wb + (k / 8) * db.sbo + col * 2 % wb + col * 2 / wb * db.lbo);
+            sum += x * y;
+        }
+        d[j][i] += sum;
+    }
+}
 }  // namespace phobos
 """
 

@@ -36,10 +36,10 @@ def _host_harness():
     return module
 
 
-def _generated(kernel):
+def _generated(kernel, arch="sm_90"):
     facts = TensorSpecialization(16, True)
     spec = Specialization.of(32, **{t.name: facts for t in kernel.tensors})
-    return generate(kernel, spec, "sm_90")
+    return generate(kernel, spec, arch)
 
 
 PARTIAL = """\
@@ -233,3 +233,40 @@ def test_pipelined_dot_loops_compute_what_the_interpreter_does(tmp_path):
                     atol=1e-2,
                     err_msg=name,
                 )
+
+
+def test_wgmma_k_loops_compute_what_the_interpreter_does(tmp_path):
+    """sm_90a: the tutorial's k-loop on warpgroup MMA, from swizzled stages (128-, 64- and
+    32-byte swizzles), one and two slabs a warpgroup, whole and boundary windows."""
+    rng = np.random.default_rng(12)
+    made = [
+        ({"BM": 128, "BN": 128, "BK": 64, "NUM_THREADS": 128, "ACTIVATION": 0}, 150, 136, 320),
+        ({"BM": 128, "BN": 64, "BK": 32, "NUM_THREADS": 256, "ACTIVATION": 1}, 130, 60, 90),
+        ({"BM": 64, "BN": 64, "BK": 32, "NUM_THREADS": 128, "ACTIVATION": 0}, 70, 72, 200),
+    ]
+    made = [_matmul_launch(rng, {**values, "GROUP_M": 8}, *mnk) for values, *mnk in made]
+    # 32-byte swizzles (16 columns of a and of b), k-steps past K (absent lanes), and none
+    partial = PARTIAL.replace("BK in [16, 64])", "BK in [16, 64], NUM_THREADS in {128})")
+    for steps in (6, 0):
+        kernel, grid, args = _partial_launch(rng, {"BM": 64, "BN": 16, "BK": 16}, steps)
+        values = {"BM": 64, "BN": 16, "BK": 16, "NUM_THREADS": 128}
+        made.append((lower(parse(partial, "partial.ph"), "partial", values), grid, args))
+    launches, checks = [], []
+    for number, (kernel, grid, expected) in enumerate(made):
+        values = kernel.values
+        generated = _generated(kernel, "sm_90a")
+        assert "wgmma.mma_async" in generated.source, values  # not the mma.sync path
+        entry = f"{generated.entry}_wgmma{number}"
+        generated = dataclasses.replace(
+            generated, source=generated.source.replace(generated.entry, entry), entry=entry
+        )
+        got = [a.copy() if isinstance(a, np.ndarray) else a for a in expected]
+        run(kernel, grid, expected)
+        assert not np.array_equal(expected[2], got[2]), f"{entry} writes nothing"
+        launches.append((generated, grid, got))
+        checks.append((entry, expected[2], got[2]))
+    _host_harness().run_on_host(launches, tmp_path)
+    for name, want, have in checks:
+        np.testing.assert_allclose(
+            have.astype(np.float32), want.astype(np.float32), rtol=1e-2, atol=1e-2, err_msg=name
+        )

@@ -25,9 +25,10 @@ if TYPE_CHECKING:
 
 
 def device_arch(device: int) -> str:
-    """``sm_90`` for an H100/H200: the target the driver loads a cubin for."""
+    """The target the driver loads a cubin for: ``sm_86``, or ``sm_90a`` for an H100/H200
+    (the architecture-specific target, whose cubin runs only there: it has ``wgmma``)."""
     major, minor = shared_driver().compute_capability(device)
-    return f"sm_{major}{minor}"
+    return f"sm_{major}{minor}" + ("a" if (major, minor) == (9, 0) else "")
 
 
 def specialization(kernel: Kernel, args: Sequence[Any]) -> Specialization:

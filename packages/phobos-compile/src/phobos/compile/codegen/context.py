@@ -40,6 +40,7 @@ class EmitContext:
         self.arch = arch  # the card compiled for ("sm_90"), "" when unknown
         self.ctas_per_sm = 1  # blocks per SM the emitted code asks registers for (dot_loop.py)
         self.dot_tally: Any = None  # the kernel's tensor-core dots so far (dot_pairing.py)
+        self.helpers: dict[str, str] = {}  # device functions defined before the kernel (wgmma.py)
         self.kernel_vec = kernel_vec
         self.index_width = index_width
         self.access = access

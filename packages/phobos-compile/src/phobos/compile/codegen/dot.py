@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from phobos.compile.codegen import memory
+from phobos.compile.codegen import memory, wgmma
 from phobos.compile.codegen.context import EmitContext
 from phobos.compile.codegen.conversions import to_layout
 from phobos.compile.codegen.dot_pairing import count_dot
@@ -67,7 +67,12 @@ def result_layout(ctx: EmitContext, dot: ir.Dot) -> AnyLayout:
     (m, k), n = dot.a.type.shape, dot.type.shape[1]
     tensor_cores = dot.a.type.dtype in _TENSOR_CORE_DTYPES and dot.type.dtype == "f32"
     if tensor_cores and mma_shape_ok(m, n, k):
-        return MmaLayout(dot.type.shape, ctx.threads)
+        warpgroups = (
+            wgmma.fits(ctx.arch, ctx.threads, m, n, k)
+            and copyable(ctx, dot.a)
+            and copyable(ctx, dot.b)
+        )
+        return MmaLayout(dot.type.shape, ctx.threads, warpgroups)
     return ctx.layout(dot.type.shape)
 
 
@@ -125,8 +130,9 @@ def emit_dot(ctx: EmitContext, node: ir.Dot, operand: Operand, indices: Indices)
         staged = _buffers(ctx, dtype, scratch, a_bytes, k + _PAD, b_row, transposed)
         a_access, b_access = ctx.access[a_load.tensor.name], ctx.access[b_load.tensor.name]
         b_shape = (n, k) if transposed else (k, n)
-        copy_window(ctx, a_access, a_idx, ctx.layout((m, k)), staged.a, staged.a_row)
-        copy_window(ctx, b_access, b_idx, ctx.layout(b_shape), staged.b, b_row)
+        a_place, b_place = memory.padded_rows(staged.a_row), memory.padded_rows(b_row)
+        copy_window(ctx, a_access, a_idx, ctx.layout((m, k)), staged.a, a_place)
+        copy_window(ctx, b_access, b_idx, ctx.layout(b_shape), staged.b, b_place)
         ctx.line("phobos::copy_async_wait();")
         ctx.line("__syncthreads();")
         partial = a_load.type.partial or b_load.type.partial
@@ -170,9 +176,9 @@ def copy_window(
     indices: list[memory.AxisIndex],
     layout: Layout,
     buffer: str,
-    row: int,
+    place: memory.SharedPlace,
 ) -> None:
-    """A window into shared memory ``buffer`` (``row`` elements per row) with ``cp.async``.
+    """A window into shared memory ``buffer`` (group (c0, c1) at ``place``) with ``cp.async``.
 
     When the whole window lies inside the tensor and its rows start on 16 bytes
     (a block-uniform test), every group is one ``cp.async`` with no test of its
@@ -187,10 +193,10 @@ def copy_window(
             start = len(ctx.lines)
             group = _group_starts(indices)
             pointer = f"{access.pointer} + ({memory.element_offset(access, group)})"
-            ctx.line(f"phobos::copy_async_16({buffer} + c0 * {row} + c1, {pointer});")
+            ctx.line(f"phobos::copy_async_16({buffer} + {place('c0', 'c1')}, {pointer});")
             declare_coords(ctx, layout, start, "0")
     with ctx.block("else"):
-        memory.copy_tile_async(ctx, access, indices, layout, buffer, row)
+        memory.copy_tile_async(ctx, access, indices, layout, buffer, place)
 
 
 def _group_starts(indices: list[memory.AxisIndex]) -> list[str]:
@@ -334,7 +340,8 @@ def _stage_through_registers(
         (b, staged.b, staged.b_row, (n, k) if b_transposed else (k, n)),
     ):
         if isinstance(copied, Copied):
-            copy_window(ctx, copied.access, copied.indices, ctx.layout(shape), buffer, row)
+            place = memory.padded_rows(row)
+            copy_window(ctx, copied.access, copied.indices, ctx.layout(shape), buffer, place)
     a_bits = f"{staged.a}_bits"
     b_bits = f"{staged.b}_bits"
     if masked:
@@ -561,10 +568,11 @@ def product(
     ctx: EmitContext,
     node: ir.Dot,
     layout: AnyLayout,
-    staged: Staged,
+    staged: Staged | wgmma.Stage,
     acc: TileValue,
     present: Presence | None,
 ) -> TileValue:
+    """``acc + a @ b`` from the staged operands, with its presence (``Presence``)."""
     k = node.a.type.shape[1]
     c = ctype(node.type.dtype)
     name = ctx.fresh()
@@ -573,9 +581,12 @@ def product(
     lines = []
     if isinstance(layout, MmaLayout):
         all_lanes(ctx, layout, [f"{name}[r][i] = {acc.lane};"])
-        _mma(ctx, layout, name, staged, node.a.type.dtype, k)
+        if isinstance(staged, wgmma.Stage):
+            wgmma.multiply(ctx, layout, name, staged, node.a.type.dtype, k)
+        else:
+            _mma(ctx, layout, name, staged, node.a.type.dtype, k)
     else:
-        assert isinstance(layout, Layout)
+        assert isinstance(layout, Layout) and isinstance(staged, Staged)
         wide = "f32" if node.type.dtype in _TENSOR_CORE_DTYPES else node.type.dtype
         w = ctype(wide)
         lines = [

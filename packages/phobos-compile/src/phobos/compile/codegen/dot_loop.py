@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from phobos.compile.codegen import memory
+from phobos.compile.codegen import memory, wgmma
 from phobos.compile.codegen.context import EmitContext
 from phobos.compile.codegen.dot import (
     Indices,
@@ -78,14 +78,30 @@ def emit_pipelined_loop(
     ctx.facts.define_loop(loop.var, loop.start, loop.step)
 
     (m, k), n = dot.a.type.shape, dot.type.shape[1]
-    a_bytes, b_bytes = operand_bytes(ctx, dot)
+    layout = result_layout(ctx, dot)
+    assert isinstance(layout, MmaLayout)
+    warpgroups = layout.warpgroups  # wgmma from swizzled stages, else mma.sync from padded rows
+    if warpgroups:
+        a_bytes, b_bytes = wgmma.stage_bytes(m, n, k)
+        a_staged, b_staged = wgmma.operands(m, n, k)
+        a_place, b_place = a_staged.offset, b_staged.offset
+    else:
+        a_bytes, b_bytes = operand_bytes(ctx, dot)
+        a_place, b_place = memory.padded_rows(k + 8), memory.padded_rows(n + 8)
     stage_bytes = a_bytes + b_bytes
     paired = blocks_pair(ctx.threads, m * n // ctx.threads)
     stages = pipeline_stages(stage_bytes, ctx.arch, paired)
     if paired and REGISTERS_PER_SM // (PAIRED_CTAS * ctx.threads) < MAX_REGISTERS:
         ctx.ctas_per_sm = max(ctx.ctas_per_sm, PAIRED_CTAS)  # ptxas keeps to the pair's share
-    scratch = ctx.need_scratch(stages * stage_bytes)
     t = ctype(dot.a.type.dtype)
+    if warpgroups:
+        scratch = ctx.fresh("stages")
+        ctx.line(
+            f"unsigned char* const {scratch} = phobos::align_shared<{wgmma.STAGE_ALIGN}>("
+            f"{ctx.need_scratch(stages * stage_bytes + wgmma.STAGE_ALIGN)});"
+        )
+    else:
+        scratch = ctx.need_scratch(stages * stage_bytes)
     a_access, b_access = ctx.access[dot.a.tensor.name], ctx.access[dot.b.tensor.name]
 
     def a_of(stage: str) -> str:
@@ -100,8 +116,8 @@ def emit_pipelined_loop(
         with ctx.block(f"if ({at} < {stop})"):
             ctx.line(f"const {c} {var} = {at};")
             a_idx, b_idx = indices(dot.a.indices), indices(dot.b.indices)
-            copy_window(ctx, a_access, a_idx, ctx.layout((m, k)), a_of(stage), k + 8)
-            copy_window(ctx, b_access, b_idx, ctx.layout((k, n)), b_of(stage), n + 8)
+            copy_window(ctx, a_access, a_idx, ctx.layout((m, k)), a_of(stage), a_place)
+            copy_window(ctx, b_access, b_idx, ctx.layout((k, n)), b_of(stage), b_place)
         ctx.line("phobos::copy_async_commit();")
 
     partial = dot.a.type.partial or dot.b.type.partial
@@ -119,6 +135,8 @@ def emit_pipelined_loop(
     with ctx.block(f"for ({c} {var} = {start}; {var} < {stop}; {var} += {step})"):
         ctx.line_info(loop.body[0].span)
         ctx.line(f"phobos::copy_async_wait_pending<{stages - 2}>();")
+        if warpgroups:  # the landed copies, made visible to wgmma's (async) proxy
+            ctx.line("phobos::fence_async_shared();")
         ctx.line("__syncthreads();")
         current_a, current_b = ctx.fresh("dot_a"), ctx.fresh("dot_b")
         ctx.line(f"{t}* const {current_a} = {a_of(read)};")
@@ -127,7 +145,6 @@ def emit_pipelined_loop(
         ctx.line(f"const int {write} = {read} == 0 ? {stages - 1} : {read} - 1;")
         ctx.line(f"const {c} {ahead} = {var} + {stages - 1} * {step};")
         issue(ahead, write)
-        layout = result_layout(ctx, dot)
         acc = operand(dot.acc)
         present = None
         if partial and hoisted:
@@ -137,7 +154,11 @@ def emit_pipelined_loop(
         elif partial:
             a_idx, b_idx = indices(dot.a.indices), indices(dot.b.indices)
             present = Presence(window_meet(ctx, a_access, a_idx, b_access, b_idx, k))
-        staged = Staged(current_a, current_b, k + 8, n + 8)
+        staged: Staged | wgmma.Stage = (
+            wgmma.Stage(current_a, current_b, a_staged, b_staged)
+            if warpgroups
+            else Staged(current_a, current_b, k + 8, n + 8)
+        )
         if hoisted:  # the accumulator's presence is left as it is until the loop ends
             result = product(ctx, dot, layout, staged, replace(acc, mask=None, word=None), None)
             assign(loop.body[0].var, replace(result, mask=acc.mask, word=acc.word))

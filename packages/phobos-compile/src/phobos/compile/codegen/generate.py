@@ -236,6 +236,7 @@ def _assemble(
         "",
         f"typedef phobos::i{spec.index_width} {INDEX_CTYPE};",
         "",
+        *(text + "\n" for text in ctx.helpers.values()),
         f'extern "C" __global__ void __launch_bounds__({bounds})',
         f"{entry}({', '.join(declarations)}) {{",
         "    const int tid = threadIdx.x;",

@@ -237,7 +237,8 @@ class MmaLayout:
     ``w % across`` + multiples of ``across``, so a warp's tiles share few rows
     and columns, and ``dot`` loads few ``a`` and ``b`` fragments per k-step.
     Without such a grid, tile ``t = g / 32`` (row-major) is warp ``t % warps``'s
-    repeat ``t // warps``.  Per the PTX ISA a lane holds 4 accumulators: rows ``lane / 4`` and
+    repeat ``t // warps``.  With ``warpgroups`` the grid is every warp down, one
+    across: what ``wgmma`` leaves, four warps to a 64-row slab (wgmma.py).  Per the PTX ISA a lane holds 4 accumulators: rows ``lane / 4`` and
     ``lane / 4 + 8``, columns ``(lane % 4) * 2`` and ``+ 1``.  A whole warp
     skips a repeat with no tile (``guarded``), so ``mma.sync`` always runs on
     full warps.
@@ -245,6 +246,7 @@ class MmaLayout:
 
     shape: tuple[int, ...]
     threads: int
+    warpgroups: bool = False
 
     vec = 4
     replicated = False
@@ -281,6 +283,8 @@ class MmaLayout:
         if self.guarded:
             return None
         warps, rows, columns = self.threads // WARP, self.shape[0] // 16, self.tiles_per_row
+        if self.warpgroups:
+            return (warps, 1)
         grids = [
             (down, warps // down)
             for down in range(1, warps + 1)

@@ -20,6 +20,7 @@ compare per group.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from phobos.compile.codegen.context import EmitContext
@@ -256,15 +257,24 @@ def _store_run(
     declare_coords(ctx, layout, start, str(first))
 
 
+# Where a tile's element (c0, c1) lies in a shared-memory buffer: an element offset.
+SharedPlace = Callable[[str, str], str]
+
+
+def padded_rows(row: int) -> SharedPlace:
+    """Row-major rows of ``row`` elements (the tile's, plus any padding)."""
+    return lambda c0, c1: f"{c0} * {row} + {c1}"
+
+
 def copy_tile_async(
     ctx: EmitContext,
     access: TensorAccess,
     indices: list[AxisIndex],
     layout: Layout,
     buffer: str,
-    row: int,
+    place: SharedPlace,
 ) -> None:
-    """Copy a 2-D window into shared memory ``buffer`` (``row`` elements per row).
+    """Copy a 2-D window into shared memory ``buffer``, group (c0, c1) at ``place(c0, c1)``.
 
     Each 16-byte group goes with ``cp.async``, straight from global to shared
     memory; a boundary group is copied lane by lane with zeros for absent lanes.
@@ -278,7 +288,7 @@ def copy_tile_async(
         group = _group_indices(indices, layout)
         inside = _inside(ctx, access, group, lane_axis, layout, True)
         pointer = f"{access.pointer} + ({element_offset(access, group)})"
-        target = f"{buffer} + c0 * {row} + c1"
+        target = f"{buffer} + {place('c0', 'c1')}"
         args = f"{target}, {pointer}, {group[lane_axis]}, {access.extent(lane_axis)}, {inside}"
         ctx.line(f"phobos::copy_group_async<{layout.vec}, {test}>({args});")
         declare_coords(ctx, layout, start, "0")

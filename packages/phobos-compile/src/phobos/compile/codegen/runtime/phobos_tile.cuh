@@ -421,6 +421,11 @@ PHOBOS_INLINE void load_matrix_x4(unsigned (&r)[4], const void* row);
 PHOBOS_INLINE void load_matrix_x4_trans(unsigned (&r)[4], const void* row);
 template <class T>
 PHOBOS_INLINE void mma_16816(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]);
+PHOBOS_INLINE void fence_async_shared();
+PHOBOS_INLINE void wgmma_fence();
+PHOBOS_INLINE void wgmma_commit();
+template <int PENDING> PHOBOS_INLINE void wgmma_wait();
+PHOBOS_INLINE u64 wgmma_descriptor(const void* start, unsigned lbo, unsigned sbo, unsigned mode);
 
 #ifndef PHOBOS_HOST_EMULATION
 PHOBOS_INLINE unsigned shared_address(const void* p) {
@@ -487,7 +492,53 @@ PHOBOS_INLINE void mma_16816<bf16>(float (&d)[4], const unsigned (&a)[4], const 
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
+
+// Shared memory this thread wrote (its cp.async included, once landed) is visible to the
+// async proxy, which wgmma reads it through.
+PHOBOS_INLINE void fence_async_shared() {
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+// Before a warpgroup's first wgmma on registers other instructions wrote.
+PHOBOS_INLINE void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+
+// Close the warpgroup's wgmma issued since the last commit into one group.
+PHOBOS_INLINE void wgmma_commit() {
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+
+// Every committed wgmma group of the warpgroup but the newest PENDING has completed.
+template <int PENDING> PHOBOS_INLINE void wgmma_wait() {
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(PENDING) : "memory");
+}
+
+// A wgmma matrix descriptor (PTX ISA, "Matrix Descriptor Format"): the start address, the
+// leading and stride byte offsets (16-byte units, 14 bits each) and the swizzle mode
+// (1: 128-byte, 2: 64-byte, 3: 32-byte); base offset 0, so swizzled tiles start on 1024 bytes.
+PHOBOS_INLINE u64 wgmma_descriptor(const void* start, unsigned lbo, unsigned sbo, unsigned mode) {
+    return u64((shared_address(start) & 0x3FFFF) >> 4) | (u64((lbo >> 4) & 0x3FFF) << 16) |
+           (u64((sbo >> 4) & 0x3FFF) << 32) | (u64(mode) << 62);
+}
 #endif
+
+// The element offset of (row, col) in a tile of 16-bit values staged for wgmma: ROWS rows of
+// W bytes (a swizzle atom's width) per atom, atoms side by side along col, and each row's
+// 16-byte chunks permuted as the W-byte swizzle mode reads them (chunk ^= bits 7.. of the
+// byte offset), so that the tile's base on 1024 bytes is where the pattern starts.
+template <int W, int ROWS> PHOBOS_INLINE int swizzled_offset(int row, int col) {
+    const int linear = (col * 2 / W) * ROWS * W + row * W + col * 2 % W;
+    return (linear ^ (((linear >> 7) & (W / 16 - 1)) << 4)) / 2;
+}
+
+// p moved up to the next multiple of ALIGN bytes in its own address space.
+template <int ALIGN> PHOBOS_INLINE unsigned char* align_shared(unsigned char* p) {
+#ifdef PHOBOS_HOST_EMULATION
+    const unsigned long long at = reinterpret_cast<unsigned long long>(p);
+#else
+    const unsigned at = shared_address(p);
+#endif
+    return p + ((ALIGN - int(at % ALIGN)) % ALIGN);
+}
 
 // One group of V 16-bit lanes (16 bytes) from global to shared memory: cp.async when
 // the whole group is inside and aligned, else lane by lane with zeros for absent lanes.
