@@ -127,18 +127,14 @@ def emit_pipelined_loop(
         ctx.line(f"bool {meet} = true;  // every k-step's windows met")
     ctx.line("__syncthreads();")  # earlier users of the buffer are done
     ctx.directive("#pragma unroll")
-    # wgmma with three stages or more keeps one k-step's MMA in flight across the barrier, so
-    # the copies go one stage less far ahead: the stage they refill was read two steps back.
-    in_flight = warpgroups and stages >= 3
-    lead = stages - 2 if in_flight else stages - 1  # k-steps of copies in flight
-    with ctx.block(f"for (int first = 0; first < {lead}; ++first)"):
+    with ctx.block(f"for (int first = 0; first < {stages - 1}; ++first)"):
         issue(f"{start} + first * {step}", "first")
     read = ctx.fresh("stage")
     ctx.line(f"int {read} = 0;  // the stage this iteration multiplies")
     ctx.forget_partials()
     with ctx.block(f"for ({c} {var} = {start}; {var} < {stop}; {var} += {step})"):
         ctx.line_info(loop.body[0].span)
-        ctx.line(f"phobos::copy_async_wait_pending<{lead - 1}>();")
+        ctx.line(f"phobos::copy_async_wait_pending<{stages - 2}>();")
         if warpgroups:  # the landed copies, made visible to wgmma's (async) proxy
             ctx.line("phobos::fence_async_shared();")
         ctx.line("__syncthreads();")
@@ -146,8 +142,8 @@ def emit_pipelined_loop(
         ctx.line(f"{t}* const {current_a} = {a_of(read)};")
         ctx.line(f"{t}* const {current_b} = {b_of(read)};")
         write, ahead = ctx.fresh("stage"), ctx.fresh("s")
-        ctx.line(f"const int {write} = ({read} + {lead}) % {stages};")
-        ctx.line(f"const {c} {ahead} = {var} + {lead} * {step};")
+        ctx.line(f"const int {write} = {read} == 0 ? {stages - 1} : {read} - 1;")
+        ctx.line(f"const {c} {ahead} = {var} + {stages - 1} * {step};")
         issue(ahead, write)
         acc = operand(dot.acc)
         present = None
@@ -159,7 +155,7 @@ def emit_pipelined_loop(
             a_idx, b_idx = indices(dot.a.indices), indices(dot.b.indices)
             present = Presence(window_meet(ctx, a_access, a_idx, b_access, b_idx, k))
         staged: Staged | wgmma.Stage = (
-            wgmma.Stage(current_a, current_b, a_staged, b_staged, in_flight)
+            wgmma.Stage(current_a, current_b, a_staged, b_staged)
             if warpgroups
             else Staged(current_a, current_b, k + 8, n + 8)
         )
@@ -169,8 +165,6 @@ def emit_pipelined_loop(
         else:
             assign(loop.body[0].var, product(ctx, dot, layout, staged, acc, present))
         ctx.line(f"{read} = {read} == {stages - 1} ? 0 : {read} + 1;")
-    if in_flight:
-        ctx.line("phobos::wgmma_wait<0>();  // the last k-step's MMA, before acc is read")
     if partial and hoisted:
         with ctx.block(f"if ({start} < {stop})"):
             ctx.line(f"const {c} {var} = {start};")

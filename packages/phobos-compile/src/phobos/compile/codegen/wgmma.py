@@ -79,7 +79,6 @@ class Stage:
     b: str
     a_layout: Operand
     b_layout: Operand
-    in_flight: bool = False  # leave this k-step's MMA running (the loop drains it after)
 
 
 def operands(m: int, n: int, k: int) -> tuple[Operand, Operand]:
@@ -103,9 +102,8 @@ def multiply(
 
     The warpgroup's slabs are ``g``, ``g + groups``, ... (``g = tid / 128``), whose
     accumulators are the thread's repeats in blocks of ``n / 8``.  All of them are one
-    commit group.  It is waited for at once, or (``stage.in_flight``) left running
-    while the previous k-step's group is waited for: the stage that one read may then
-    be refilled after the next barrier.
+    commit group, waited for before the loop body goes on (the next copies may then
+    overwrite the stage).
     """
     n = layout.shape[1]
     groups = ctx.threads // WARPGROUP
@@ -133,7 +131,7 @@ def multiply(
                 tile = f"*reinterpret_cast<float (*)[{tiles}][4]>(&{name}[{slab * tiles}])"
                 ctx.line(f"{function}({tile}, {a_desc}, db{step});")
         ctx.line("phobos::wgmma_commit();")
-        ctx.line(f"phobos::wgmma_wait<{1 if stage.in_flight else 0}>();")
+        ctx.line("phobos::wgmma_wait<0>();")
 
 
 def _function(ctx: EmitContext, n: int, dtype: str) -> str:
