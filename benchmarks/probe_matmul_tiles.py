@@ -18,7 +18,7 @@ from phobos.compile.pipeline import compile_file
 from phobos.lang.gpu import device_arch
 from phobos.launch import load_kernel
 
-SPACE = "BM in {128, 64}, BN in {128, 64}"
+SPACE = "BM in {128, 64}, BN in {128, 64, 256}"
 WIDE = "BM in {256, 128, 64}, BN in {256, 128, 64}"
 TILES = [  # (BM, BN, BK, NUM_THREADS)
     (128, 128, 64, 256),

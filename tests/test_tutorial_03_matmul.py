@@ -67,13 +67,14 @@ def test_the_tutorial_checks_itself_on_the_cpu():
     tutorial.check_on_cpu(m=70, n=50, k=90)
 
 
-def test_every_variant_compiles_for_sm_90():
+@pytest.mark.parametrize("arch", ["sm_90", "sm_90a"])  # mma.sync, and wgmma where tiles fit
+def test_every_variant_compiles(arch):
     variants = tutorial.matmul.space.variants()
-    assert len(variants) == 32
+    assert len(variants) == 48
 
     def compile_one(values):
         try:
-            tutorial.matmul.compile(arch="sm_90", **values)
+            tutorial.matmul.compile(arch=arch, **values)
         except Exception as exc:  # every failure is reported, not only the first
             return f"{values}: {str(exc).splitlines()[0]}"
         return None
