@@ -3,6 +3,8 @@ built) goes straight to the last kernel's ``try_launch``; every other call takes
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
 
 import phobos.lang as ph
@@ -127,3 +129,42 @@ def test_an_interrupt_in_try_launch_goes_up(gpu_launches):
     loaded.try_launch = interrupted
     with pytest.raises(KeyboardInterrupt):
         saxpy[(1,)](x, y, out, 2.0, BLOCK=128)
+
+
+class TypedDeviceArray(DeviceArray):
+    dtype = "float32"
+
+
+def test_a_tuned_launch_of_the_same_signature_takes_the_tuned_variants_fast_path(
+    gpu_launches, monkeypatch
+):
+    """Names left to the tuner: the variant chosen for these shapes, dtypes and GPU is
+    launched on its fast path until the signature or the keywords change."""
+    kernel_module = importlib.import_module("phobos.lang.kernel")  # ph.kernel is the decorator
+    chosen = []
+
+    def choose(kernel, grid, args, fixed, where):
+        chosen.append(args[0].shape)
+        return {"BLOCK": 128, **fixed}
+
+    monkeypatch.setattr(kernel_module, "choose_variant", choose)
+    monkeypatch.setattr(importlib.import_module("phobos.lang.gpu"), "device_of", lambda args: 0)
+    monkeypatch.setattr(saxpy, "last_tuned", None)
+    x, y, out = (TypedDeviceArray(100) for _ in range(3))
+    saxpy[(1,)](x, y, out, 2.0)
+    (loaded,) = gpu_launches
+    saxpy[(1,)](x, y, out, 3.0)
+    saxpy[(1,)](x, y, out, 4.0, stream=5)
+    assert chosen == [(100,)] and len(gpu_launches) == 1
+    assert loaded.tries == [((1,), (x, y, out, 3.0), None), ((1,), (x, y, out, 4.0), 5)]
+
+    longer = [TypedDeviceArray(200) for _ in range(3)]
+    saxpy[(1,)](*longer, 2.0)  # another signature: chosen again, launched afresh
+    assert chosen == [(100,), (200,)] and len(gpu_launches) == 2
+
+    gpu_launches[1].answer = None  # the fast path declines: the reference path decides
+    saxpy[(1,)](*longer, 2.0)
+    assert chosen == [(100,), (200,), (200,)] and len(gpu_launches) == 3
+
+    saxpy[(1,)](*longer, 2.0, BLOCK=256)  # every name fixed: the tuned state is dropped
+    assert saxpy.last_tuned is None and saxpy.last_launch is not None

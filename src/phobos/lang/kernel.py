@@ -19,7 +19,7 @@ from typing import Any
 from phobos.compile.diagnostics import PhobosError
 from phobos.lang import arrays
 from phobos.lang.errors import call_site, located_launch_error, user_facing
-from phobos.lang.tuning import choose_variant
+from phobos.lang.tuning import choose_variant, launch_signature
 from phobos.launch.errors import LaunchError
 
 Grid = Sequence[int] | Callable[[Mapping[str, int]], Sequence[int]]
@@ -60,6 +60,9 @@ class Kernel:
         self.loaded: dict[Any, Any] = {}  # (values, specialisation) → phobos.launch.LoadedKernel
         # The keywords and LoadedKernel of the last GPU launch that fixed every compile-time name.
         self.last_launch: tuple[dict[str, int], Any] | None = None
+        # The keywords, launch signature and LoadedKernel of the last GPU launch whose variant
+        # the tuner chose: a launch with the same ones takes that variant's fast path.
+        self.last_tuned: tuple[dict[str, int], tuple[Any, ...], Any] | None = None
         self._last_indexed: Any = None  # kernel[grid] of the last grid, made once
 
     def __repr__(self) -> str:
@@ -219,8 +222,10 @@ def launch_fully(
     """Every launch the fast path did not take: pick the variant, then interpret or launch it.
 
     The last variant's reference path comes first (it takes what its fast path could
-    not, such as another thread's first launch); what it refuses goes on to choose a
-    variant that fits, or raises the launcher's message at the caller's line.
+    not, such as another thread's first launch); then, for a launch that leaves names
+    to the tuner, the fast path of the variant tuned for the same signature (shapes,
+    dtypes, GPU); what neither takes goes on to choose a variant that fits, or raises
+    the launcher's message at the caller's line.
     """
     last = kernel.last_launch
     if last is not None and not race_check and last[0] == values:
@@ -229,6 +234,15 @@ def launch_fully(
             return
         except LaunchError:
             pass
+    tuned = kernel.last_tuned
+    if (
+        tuned is not None
+        and not race_check
+        and tuned[0] == values
+        and tuned[1] == launch_signature(args, values)
+        and tuned[2].try_launch(grid, args, stream) == 0
+    ):
+        return  # the tuned variant of the same signature, on its fast path
     where = arrays.placement(args)
     with user_facing():
         variant = choose_variant(kernel, grid, args, values, where)
@@ -253,6 +267,7 @@ def launch_fully(
     if fixes_all and kernel.last_launch is None:
         kernel._last_indexed = None  # the next kernel[grid] can take the steady state in C
     kernel.last_launch = (values, loaded) if fixes_all else None
+    kernel.last_tuned = None if fixes_all else (values, launch_signature(args, values), loaded)
 
 
 def extents_of(ir: Any, args: Sequence[Any]) -> dict[str, int]:

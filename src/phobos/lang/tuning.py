@@ -60,13 +60,19 @@ def set_reference(kernel: Kernel, fn: Callable[..., None]) -> None:
     state = state_of(kernel)
     state.reference = fn
     state.reference_digest = _digest(_source_of(fn))
-    state.by_launch.clear()
+    _forget_choices(kernel, state)
 
 
 def set_shape_key(kernel: Kernel, fn: Callable[[dict[str, int], dict[str, str]], Any]) -> None:
     state = state_of(kernel)
     state.shape_key = fn
+    _forget_choices(kernel, state)
+
+
+def _forget_choices(kernel: Kernel, state: TuningState) -> None:
+    """Launches choose again (and the tuned variant's fast path is not taken until then)."""
     state.by_launch.clear()
+    kernel.last_tuned = None
 
 
 def report_of(kernel: Kernel) -> Report:
@@ -93,7 +99,7 @@ def choose_variant(
         found = state.by_key.get(launch_key(kernel, args, fixed, HOST_ARCH))
         return dict(found.choice) if found is not None else kernel.values_for(fixed)
     state = state or state_of(kernel)
-    signature = _signature(args, fixed)
+    signature = launch_signature(args, fixed)
     choice = state.by_launch.get(signature)
     if choice is None:
         budget = os.environ.get(BUDGET_ENV)
@@ -125,6 +131,7 @@ def tune(
         report = search_or_load(build(kernel, grid, args, fixed, key, arch), options)
     state = state_of(kernel)
     state.by_key[key] = state.last = report
+    kernel.last_tuned = None  # the next launch takes this choice, not the last one's variant
     return dict(report.choice)
 
 
@@ -153,7 +160,7 @@ def _options(**overrides: Any) -> Options:
     return Options(**overrides)
 
 
-def _signature(args: Sequence[Any], fixed: Mapping[str, int]) -> tuple[Any, ...]:
+def launch_signature(args: Sequence[Any], fixed: Mapping[str, int]) -> tuple[Any, ...]:
     """What a launch's key depends on, cheap to compute: shapes, dtypes and the GPU.
 
     The GPU is part of it because the best variant differs between chips: a process
