@@ -16,6 +16,11 @@ stays in the accumulator fragments (``MmaLayout``), so a ``for`` loop that
 carries ``acc = dot(a, b, acc)`` keeps it in registers from one iteration to
 the next.  Other dtypes and shapes take a plain loop over k per result lane.
 
+On sm_90a a pipelined k-loop (dot_loop.py) whose tile fits whole warpgroups
+multiplies with ``wgmma`` instead, from stages in the swizzled layouts its
+descriptors read (wgmma.py); its result is ``MmaLayout`` with the warps stacked
+down the rows (``result_layout`` decides, so the accumulator is held that way).
+
 Absent lanes of ``a`` and ``b`` are staged as zeros.  A result lane is absent
 only when no k has both ``a[m, k]`` and ``b[k, n]`` present (and where ``acc``
 is absent).  For window loads presence is a product of per-axis bounds, so the

@@ -11,7 +11,9 @@ the stage the previous iteration read), issues the copies of the k-step
 ``S - 1`` ahead into that stage, and only then runs its ``mma.sync`` steps, so
 global-memory latency hides behind ``S - 1`` iterations of tensor-core work.
 A later step's windows are the operands' own index expressions evaluated in a
-scope where the loop variable is rebound to that step's value.
+scope where the loop variable is rebound to that step's value.  With ``wgmma``
+(sm_90a, ``MmaLayout.warpgroups``) the stages are swizzled instead of padded,
+start on 1024 bytes, and are fenced for the async proxy once landed (wgmma.py).
 """
 
 from __future__ import annotations
