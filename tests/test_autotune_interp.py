@@ -237,3 +237,22 @@ def test_the_in_process_choice_is_kept_per_device(monkeypatch):
     again = tuning.choose_variant(fresh, cdiv_grid, [OnDevice(0)], {}, "device")
     assert tuned == [0, 1]
     assert (first, second, again) == ({"BLOCK": 16}, {"BLOCK": 32}, {"BLOCK": 16})
+
+
+def test_a_gpu_tuning_key_names_the_chip_not_only_its_architecture(monkeypatch):
+    """An H100 and an H200 are both sm_90a; their results are kept apart."""
+    import phobos.launch
+    from phobos.lang import gpu, tuning
+
+    class Driver:
+        def compute_capability(self, device):
+            return (9, 0)
+
+        def device_name(self, device):
+            return ("NVIDIA H100 80GB HBM3", "NVIDIA H200")[device]
+
+    monkeypatch.setattr(phobos.launch, "shared_driver", Driver)
+    monkeypatch.setattr(gpu, "shared_driver", Driver)
+    monkeypatch.setattr(gpu, "device_of", lambda args: args[0])
+    assert tuning._chip([0]) == "sm_90a NVIDIA H100 80GB HBM3"
+    assert tuning._chip([1]) == "sm_90a NVIDIA H200"

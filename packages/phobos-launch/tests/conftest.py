@@ -130,6 +130,9 @@ class FakeDriver:
     def compute_capability(self, device: int) -> tuple[int, int]:
         return self.capability
 
+    def device_name(self, device: int) -> str:
+        return f"Fake GPU {device}"
+
     def max_shared_memory_per_block(self, device: int) -> int:
         return self.max_smem
 

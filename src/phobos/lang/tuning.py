@@ -124,7 +124,7 @@ def tune(
     fixed = {name: int(value) for name, value in fixed.items()}
     options = options or _options()
     arch = _arch(args) if where == "device" else HOST_ARCH
-    key = launch_key(kernel, args, fixed, arch)
+    key = launch_key(kernel, args, fixed, _chip(args) if where == "device" else HOST_ARCH)
     report = None if options.retune else cached_report(key)
     if report is None:
         build = _device_problem if where == "device" else _host_problem
@@ -135,8 +135,9 @@ def tune(
     return dict(report.choice)
 
 
-def launch_key(kernel: Kernel, args: Sequence[Any], fixed: Mapping[str, int], arch: str) -> str:
-    """The tuning key of a launch (docs/autotuning.md, "The key")."""
+def launch_key(kernel: Kernel, args: Sequence[Any], fixed: Mapping[str, int], chip: str) -> str:
+    """The tuning key of a launch (docs/autotuning.md, "The key"); ``chip`` names the GPU
+    (``_chip``) or the CPU interpreter."""
     from phobos.autotune import default_shape, tuning_key
 
     state = state_of(kernel)
@@ -147,7 +148,7 @@ def launch_key(kernel: Kernel, args: Sequence[Any], fixed: Mapping[str, int], ar
     return tuning_key(
         kernel=kernel.name,
         program=state.program_digest,
-        arch=arch,
+        arch=chip,
         fixed={name: int(value) for name, value in fixed.items()},
         shape=shape_of(extents, dtypes),
         reference=state.reference_digest,
@@ -307,6 +308,16 @@ def _arch(args: Sequence[Any]) -> str:
     from phobos.lang import gpu
 
     return gpu.device_arch(gpu.device_of(args))
+
+
+def _chip(args: Sequence[Any]) -> str:
+    """The GPU a tuning result is for: its architecture and name ("sm_90a NVIDIA H200"), so an
+    H100 and an H200 (one architecture, different memory) keep their own results."""
+    from phobos.lang import gpu
+    from phobos.launch import shared_driver
+
+    device = gpu.device_of(args)
+    return f"{gpu.device_arch(device)} {shared_driver().device_name(device)}"
 
 
 def _positions(kernel: Kernel) -> dict[str, int]:

@@ -41,7 +41,7 @@ def tuning_key(
     """The key as canonical JSON text (readable in ``phobos-cache list``).
 
     ``program`` identifies the code (a digest of the program text); ``arch`` is the
-    chip (``sm_90``) or ``cpu-interpreter``; ``reference`` identifies the reference
+    chip (``sm_90a NVIDIA H200``) or ``cpu-interpreter``; ``reference`` identifies the reference
     function (a digest of its source), None without one.
     """
     record = {

@@ -53,6 +53,7 @@ class Driver(Protocol):
     def current_context(self) -> int: ...
     def set_current_context(self, context: int) -> None: ...
     def compute_capability(self, device: int) -> tuple[int, int]: ...
+    def device_name(self, device: int) -> str: ...
     def max_shared_memory_per_block(self, device: int) -> int: ...
     def load_module(self, image: bytes) -> int: ...
     def get_function(self, module: int, name: str) -> int: ...
@@ -80,6 +81,7 @@ _SIGNATURES = {
     "cuGetErrorString": (c_int, POINTER(c_char_p)),
     "cuDeviceGet": (POINTER(c_int), c_int),
     "cuDeviceGetAttribute": (POINTER(c_int), c_int, c_int),
+    "cuDeviceGetName": (c_char_p, c_int, c_int),
     "cuDevicePrimaryCtxRetain": (POINTER(c_void_p), c_int),
     "cuCtxGetCurrent": (POINTER(c_void_p),),
     "cuCtxSetCurrent": (c_void_p,),
@@ -186,6 +188,14 @@ class CudaDriver:
 
     def max_shared_memory_per_block(self, device: int) -> int:
         return self._device_attribute(device, _ATTR_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+
+    def device_name(self, device: int) -> str:
+        """The GPU's marketing name ("NVIDIA H200"): chips of one architecture differ in speed."""
+        handle = c_int()
+        self._call("cuDeviceGet", byref(handle), device)
+        name = ctypes.create_string_buffer(256)
+        self._call("cuDeviceGetName", name, len(name), handle.value)
+        return name.value.decode(errors="replace")
 
     def load_module(self, image: bytes) -> int:
         """Load a cubin or a NUL-terminated PTX image into the current context.
