@@ -1,7 +1,7 @@
 """Probe: tutorial 03's matmul at tiles outside its @autotune space, on the GPU.
 
 Which tiles would be worth adding to the space (and the tuner's time): the
-tutorial's kernel text with its BM/BN lists widened, each tile compiled for this
+tutorial's kernel text with its BM/BN/BK lists widened, each tile compiled for this
 GPU, checked against torch, and timed (median of device events, L2 flushed) at
 4096³ and 8192³.  Run on a GPU: ``python -m benchmarks.probe_matmul_tiles``.
 """
@@ -18,14 +18,16 @@ from phobos.compile.pipeline import compile_file
 from phobos.lang.gpu import device_arch
 from phobos.launch import load_kernel
 
-SPACE = "BM in {128, 64}, BN in {128, 64, 256}"
-WIDE = "BM in {256, 128, 64}, BN in {256, 128, 64}"
+SPACE = "BM in {128, 64}, BN in {128, 64, 256}, BK in {64, 32}"
+WIDE = "BM in {256, 128, 64}, BN in {256, 128, 64}, BK in {128, 64, 32}"
 TILES = [  # (BM, BN, BK, NUM_THREADS)
     (128, 128, 64, 256),
     (128, 128, 64, 128),
     (128, 256, 64, 256),
     (256, 128, 64, 256),
     (128, 256, 32, 256),
+    (128, 128, 128, 256),  # half the k-steps (barriers) of BK 64, two stages
+    (128, 256, 128, 256),
 ]
 SIZES = (4096, 8192)
 
