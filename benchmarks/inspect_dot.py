@@ -1,10 +1,11 @@
 """What the code generator makes of tutorials 03 and 06 (matmul, attention), read from SASS.
 
-No GPU: per variant it generates the CUDA, compiles it for sm_90 (NVRTC, then ptxas
+No GPU: per variant it generates the CUDA, compiles it for ``--arch`` (default sm_90a,
+what an H100/H200 runs; sm_90 for the mma.sync path) (NVRTC, then ptxas
 through nvJitLink), disassembles the cubin with nvdisasm (the ``nvidia-cuda-nvdisasm``
 wheel) and prints ptxas' registers and spills, the shared memory a block asks for, the
 CTAs that fit on an SM, and the instruction mix of the matmul k-loop: the innermost
-backward branch whose body holds ``HMMA``, with counts per k-step of 16 (one
+backward branch whose body holds ``HMMA`` or ``HGMMA``, with counts per k-step of 16 (one
 ``m16n8k16`` depth), and the length of its part from the first fragment load to the
 last ``HMMA``, so changes to the dot path are measurable without a GPU.  The counts are
 static: they include the boundary paths of the copies (``LDG``/``STS``: boundary groups
@@ -12,7 +13,7 @@ copied lane by lane), which whole windows never take.
 With ``--attention`` it does the same for tutorial 06's kernels (forward, dq, dk/dv) at
 the tile sizes the tutorial tunes over; their loop is the KV (or query) loop, whose
 body holds every dot of one iteration, so its counts are per iteration, not per k-step.
-Run: ``python -m benchmarks.inspect_dot [--attention] [--sass NAME=V,...]``; ``--sass``
+Run: ``python -m benchmarks.inspect_dot [--arch sm_90] [--attention] [--sass NAME=V,...]``; ``--sass``
 prints that variant's loop (with ``--attention``, ``KERNEL=attention_forward`` picks one).
 """
 
@@ -29,7 +30,7 @@ from benchmarks.common import ROOT
 from phobos.compile.pipeline import compile_kernel, parse_file
 from phobos.compile.syntax import ast
 
-ARCH = "sm_90"
+ARCH = "sm_90a"
 MATMUL = ROOT / "examples" / "matmul.ph"
 ATTENTION = ROOT / "examples" / "attention.ph"
 REGISTERS_PER_SM = 65536
@@ -57,6 +58,8 @@ ATTENTION_VARIANTS = [
 
 # Mnemonic prefixes counted in the k-loop, in the order they are printed.
 KINDS = (
+    "HGMMA",
+    "WARPGROUP",
     "HMMA",
     "LDSM",
     "LDS",
@@ -99,7 +102,7 @@ def sass_of(cubin: bytes) -> list[str]:
 
 
 def k_loop(lines: list[str]) -> list[str]:
-    """The innermost loop (a label and a later branch back to it) that holds ``HMMA``."""
+    """The innermost loop (a label and a later branch back to it) that holds ``HMMA``/``HGMMA``."""
     labels: dict[str, int] = {}
     loops = []
     for number, line in enumerate(lines):
@@ -109,7 +112,7 @@ def k_loop(lines: list[str]) -> list[str]:
         branch = _BRANCH.search(line)
         if branch and branch.group(2) in labels:
             body = lines[labels[branch.group(2)] : number + 1]
-            if any(" HMMA" in b for b in body):
+            if any(" HMMA" in b or " HGMMA" in b for b in body):
                 loops.append(body)
     if not loops:
         return []
@@ -140,7 +143,7 @@ def mma_part(body: list[str]) -> int:
     opcodes = [
         m.group(2) for line in body if (m := _INSTRUCTION.search(line)) and "@!PT" not in line
     ]
-    marks = [i for i, op in enumerate(opcodes) if op.startswith(("LDSM", "HMMA"))]
+    marks = [i for i, op in enumerate(opcodes) if op.startswith(("LDSM", "HMMA", "HGMMA"))]
     return marks[-1] - marks[0] + 1 if marks else 0
 
 
@@ -150,8 +153,8 @@ def ctas_per_sm(registers: int, threads: int, shared: int) -> int:
     return min(by_registers, by_shared, 2048 // threads)
 
 
-def describe(values: dict[str, int], module: ast.Module) -> tuple[str, list[str]]:
-    compiled = compile_kernel(module, "matmul", values, arch=ARCH, verbose=True)
+def describe(values: dict[str, int], module: ast.Module, arch: str = ARCH) -> tuple[str, list[str]]:
+    compiled = compile_kernel(module, "matmul", values, arch=arch, verbose=True)
     res = compiled.resources
     shared = compiled.contract.dynamic_smem + compiled.contract.static_smem
     body = k_loop(sass_of(compiled.cubin))
@@ -168,12 +171,14 @@ def describe(values: dict[str, int], module: ast.Module) -> tuple[str, list[str]
     return line, body
 
 
-def describe_attention(values: dict[str, int], module: ast.Module) -> tuple[str, list[str]]:
+def describe_attention(
+    values: dict[str, int], module: ast.Module, arch: str = ARCH
+) -> tuple[str, list[str]]:
     """One attention kernel: resources and the instruction mix of one loop iteration."""
     kernel = str(values["KERNEL"])
     constants = {k: v for k, v in values.items() if k != "KERNEL"}
     constants = {"NUM_THREADS": 256, "CAUSAL": 0, **constants}
-    compiled = compile_kernel(module, kernel, constants, arch=ARCH, verbose=True)
+    compiled = compile_kernel(module, kernel, constants, arch=arch, verbose=True)
     res = compiled.resources
     shared = compiled.contract.dynamic_smem + compiled.contract.static_smem
     body = k_loop(sass_of(compiled.cubin))
@@ -198,29 +203,30 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sass", help="print one variant's k-loop: NAME=V,NAME=V")
     parser.add_argument("--attention", action="store_true", help="tutorial 06's kernels")
+    parser.add_argument("--arch", default=ARCH, help=f"the target (default {ARCH})")
     args = parser.parse_args()
     if args.attention:
         module = parse_file(ATTENTION)
         if args.sass:
             line, body = describe_attention(
-                {**ATTENTION_VARIANTS[0], **_parse_choice(args.sass)}, module
+                {**ATTENTION_VARIANTS[0], **_parse_choice(args.sass)}, module, args.arch
             )
             print("\n".join(body))
             print(line)
             return
         for values in ATTENTION_VARIANTS:
-            print(describe_attention(values, module)[0], flush=True)
+            print(describe_attention(values, module, args.arch)[0], flush=True)
         return
     module = parse_file(MATMUL)
     if args.sass:
         chosen = {k: int(v) for k, v in (item.split("=") for item in args.sass.split(","))}
         values = {**VARIANTS[0], **chosen}
-        line, body = describe(values, module)
+        line, body = describe(values, module, args.arch)
         print("\n".join(body))
         print(line)
         return
     for values in VARIANTS:
-        print(describe(values, module)[0], flush=True)
+        print(describe(values, module, args.arch)[0], flush=True)
 
 
 if __name__ == "__main__":
