@@ -217,7 +217,3 @@ def _load(path: Path) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     loader.exec_module(module)
     return module
-
-
-if __name__ == "__main__":  # python -m phobos.launch.native: is the native path on, and why not
-    print(native_status())
