@@ -121,6 +121,7 @@ def python_fast_path(loaded, args):
         function=on_device.handle,
         launch=loaded.driver.launch,
         launch_entry=None,
+        pointer_entry=None,
         block=loaded.parameter_block(),
         owner=threading.get_ident(),
         other_thread=lambda grid, args, stream: None,

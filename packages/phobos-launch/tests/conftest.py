@@ -16,10 +16,12 @@ from phobos.launch.native import native_launch
 
 CUDA_ERROR_INVALID_HANDLE = 400
 
-# cuLaunchKernelEx's C signature, for the fake's entry point that the native fast path calls.
+# cuLaunchKernelEx's and cuPointerGetAttribute's C signatures, for the fake's entry points that
+# the native fast path calls.
 LAUNCH_ENTRY = ctypes.CFUNCTYPE(
     ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p
 )
+POINTER_ENTRY = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64)
 
 SAXPY = {
     "format_version": 1,
@@ -108,7 +110,11 @@ class FakeDriver:
         self.function_contexts: dict[int, int] = {}  # function -> the context it was loaded in
         self.refuse_launch = 0  # a CUDA error code every launch returns
         self._entry = LAUNCH_ENTRY(self._launch_from_c)
+        self._pointer_entry = POINTER_ENTRY(self._pointer_attribute_from_c)
         self.launch_entry = ctypes.cast(self._entry, ctypes.c_void_p).value if native else None
+        self.pointer_attribute_entry = (
+            ctypes.cast(self._pointer_entry, ctypes.c_void_p).value if native else None
+        )
 
     def driver_version(self) -> int:
         return self.version
@@ -164,6 +170,15 @@ class FakeDriver:
             return self.pointer_devices[pointer]
         if pointer < 0x1000:
             raise CudaError("cuPointerGetAttribute", 1, "CUDA_ERROR_INVALID_VALUE", "invalid")
+        return 0
+
+    def _pointer_attribute_from_c(self, out, attribute, pointer) -> int:
+        """cuPointerGetAttribute(CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL) as the native path calls it."""
+        assert attribute == 9
+        try:
+            ctypes.c_int.from_address(out).value = self.pointer_device(pointer)
+        except CudaError as exc:
+            return exc.code
         return 0
 
     def create_event(self) -> int:
@@ -225,6 +240,7 @@ def fast_launch(
         function=on_device.handle,
         launch=kernel.driver.launch,
         launch_entry=kernel.driver.launch_entry,
+        pointer_entry=kernel.driver.pointer_attribute_entry,
         block=kernel.parameter_block(),
         owner=threading.get_ident(),
         other_thread=lambda grid, args, stream: None,

@@ -17,7 +17,7 @@ from phobos.launch import LaunchError, load_kernel
 from phobos.launch import native as native_module
 from phobos.launch.native import SOURCE, build_extension, native_status
 
-from .conftest import SAXPY, FakeDriver, Tensor, fast_launch
+from .conftest import SAXPY, CudaArray, FakeDriver, Tensor, fast_launch
 
 BASE = 0x7F0000000000
 
@@ -225,3 +225,54 @@ def test_the_module_says_whether_the_native_path_is_on():
     )
     assert done.stdout.startswith("the native launch path is ") and not done.stderr
     assert ("is on" in done.stdout) == (native_module.native_module() is not None)
+
+
+def cai_saxpy(**changes):
+    """Three CUDA-array-interface arrays for saxpy; ``changes`` edits one of them (``out``)."""
+    arrays = [CudaArray((1000,), ptr=BASE + i * 0x10000) for i in range(3)]
+    arrays[2].__cuda_array_interface__.update(changes)
+    return arrays
+
+
+CAI_CASES = {
+    "as made": {},
+    "made on the launch stream": {"stream": 7},
+    "made on the legacy stream": {"stream": 1},
+    "made on another stream": {"stream": 9},
+    "v2 (its stream is not read)": {"stream": 9, "version": 2},
+    "readonly output": {"data": (BASE + 0x20000, True)},
+    "null pointer": {"data": (0, False)},
+    "pointer the driver does not know": {"data": (0x800, False)},
+    "misaligned": {"data": (BASE + 0x20004, False)},
+    "f16": {"typestr": "<f2"},
+    "big-endian": {"typestr": ">f4"},
+    "masked": {"mask": object()},
+    "unmasked": {"mask": None},
+    "byte strides": {"strides": (4,)},
+    "strided": {"strides": (8,)},
+    "strides in half elements": {"strides": (2,)},
+    "shape as a list": {"shape": [1000]},
+    "two axes": {"shape": (10, 100)},
+    "another extent": {"shape": (999,)},
+}
+
+
+@needs_native
+@pytest.mark.parametrize("case", CAI_CASES, ids=list(CAI_CASES))
+@pytest.mark.parametrize("stream", [None, 7])
+def test_cai_arrays_as_the_generated_python_takes_them(case, stream):
+    """The native path reads __cuda_array_interface__ (v2/v3) as arrays.read_cai does, asks the
+    driver for each pointer's GPU, and declines what the reference path must explain or order."""
+    results = []
+    for native in (True, False):
+        driver = FakeDriver()
+        kernel = load_kernel(SAXPY, cubin=b"C", driver=driver)
+        fast = fast_launch(kernel, [*cai_saxpy(), 2.0], native=native)
+        assert fast is not None and (type(fast).__name__ == "FastLaunch") == native
+        code = fast((4,), [*cai_saxpy(**CAI_CASES[case]), 2.0], stream)
+        results.append((code, bytes(kernel.parameter_block()) if code == 0 else None))
+        if code == 0:
+            assert [launch["caller"] for launch in driver.launches] == [
+                "native" if native else "python"
+            ]
+    assert results[0] == results[1]

@@ -67,9 +67,10 @@ class Driver(Protocol):
         """``cuLaunchKernelEx``: a ``LaunchBlock``'s config and params, a ``c_void_p`` function."""
         ...
 
-    # The address of a C function with cuLaunchKernelEx's signature, called by the native
-    # fast path (native.py); None where there is none.
+    # The addresses of C functions with cuLaunchKernelEx's and cuPointerGetAttribute's
+    # signatures, called by the native fast path (native.py); None where there are none.
     launch_entry: int | None
+    pointer_attribute_entry: int | None
 
     def synchronize(self) -> None: ...
 
@@ -128,6 +129,8 @@ class CudaDriver:
             ) from None
         self.launch.restype = c_int
         self.launch_entry = ctypes.cast(self.launch, c_void_p).value
+        pointer_attribute = self._fn["cuPointerGetAttribute"]
+        self.pointer_attribute_entry = ctypes.cast(pointer_attribute, c_void_p).value
         self._get_current = self._fn["cuCtxGetCurrent"]
         self._context_out = threading.local()  # per thread: (c_void_p, pointer to it)
         self._call("cuInit", 0)

@@ -85,6 +85,7 @@ class LaunchTarget:
     function: Any  # the CUfunction as a ctypes.c_void_p
     launch: Callable[..., int]  # the driver's cuLaunchKernelEx
     launch_entry: int | None  # its C entry point's address, for the native path (native.py)
+    pointer_entry: int | None  # cuPointerGetAttribute's, for arrays read through their CAI
     block: LaunchBlock
     owner: int  # threading.get_ident() of the thread the block belongs to
     other_thread: FastLaunch  # what a launch from any other thread calls instead

@@ -206,6 +206,7 @@ class LoadedKernel:
                 function=on_device.handle,
                 launch=self.driver.launch,
                 launch_entry=getattr(self.driver, "launch_entry", None),
+                pointer_entry=getattr(self.driver, "pointer_attribute_entry", None),
                 block=block,
                 owner=thread,
                 other_thread=self._try_other_thread,

@@ -5,12 +5,13 @@ accessor and ctypes between the launch and the driver; together they cost more
 than the driver's own launch.  This module compiles a small C extension once per
 machine and Python (with the C compiler Python was built with, the way Triton
 builds its launcher), keeps it under the Phobos cache folder, and makes one
-``FastLaunch`` per call signature, GPU and thread whose arguments are torch tensors
-and scalars.  It makes every check the generated Python makes, from the same
+``FastLaunch`` per call signature, GPU and thread: torch tensors read through their
+accessors, other arrays through ``__cuda_array_interface__`` (the driver asked for
+each pointer's GPU from C), and scalars.  It makes every check the generated Python makes, from the same
 ``ArgumentBinder`` tables, and writes the same launch block.
 
-Where it cannot be used (no C compiler or Python headers, arrays other than torch
-tensors, a driver with no C entry point such as a test's fake without one,
+Where it cannot be used (no C compiler or Python headers, a driver with no C entry
+points such as a test's fake without them,
 ``PHOBOS_NATIVE_LAUNCH=0``) the generated Python is used: the native path changes how
 fast a launch goes, never what it does.  ``native_status()`` says which applies.
 """
@@ -33,9 +34,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from phobos.launch.arrays import read_torch
+from phobos.launch.arrays import read_cai, read_torch
 from phobos.launch.binder import SCALAR, ArgumentBinder, Plan
-from phobos.launch.dtypes import from_torch
+from phobos.launch.dtypes import ITEMSIZE, from_torch, from_typestr
 from phobos.launch.fastpath import FastLaunch, LaunchTarget, tensor_reads
 from phobos.launch.grid import MAX_GRID
 from phobos.launch.params import CONFIG_SIZE
@@ -64,21 +65,31 @@ def native_launch(
     ``args`` passed the reference checks with ``plan``; their types and torch dtype
     objects are what later launches are compared with, by identity.
     """
-    if target.launch_entry is None or any(r is not read_torch for r in plan.readers):
+    if target.launch_entry is None or any(r not in (read_torch, read_cai) for r in plan.readers):
+        return None
+    if read_cai in plan.readers and target.pointer_entry is None:
         return None
     module = native_module()
     if module is None:
         return None
     strided = binder.strided_tensors()
     tensors = []
-    for i, check in enumerate(binder.tensors):
+    for i, (check, reader) in enumerate(zip(binder.tensors, plan.readers)):
         arg = args[check.position]
-        if from_torch(arg.dtype) != check.dtype:
-            return None
         needs_strides, check_contiguous, span_check = tensor_reads(binder, check, i in strided)
+        if reader is read_cai:
+            dtype = arg.__cuda_array_interface__["typestr"]  # compared as the array spells it
+            if from_typestr(dtype) != check.dtype:
+                return None
+            needs_strides, check_contiguous = True, False
+        else:
+            dtype = arg.dtype
+            if from_torch(dtype) != check.dtype:
+                return None
         tensors.append(
-            (check.position, type(arg), arg.dtype, check.rank, check.align, check.unit_stride,
-             needs_strides, check_contiguous, span_check)
+            (check.position, type(arg), dtype, check.rank, check.align, check.unit_stride,
+             needs_strides, check_contiguous, span_check, ITEMSIZE[check.dtype],
+             reader is read_cai, check.written)
         )  # fmt: skip
     block = target.block
     slots = []
@@ -106,6 +117,7 @@ def native_launch(
         tuple(binder.extent_names),
         keep,
         target.launch_entry,
+        target.pointer_entry or 0,
         target.function.value or 0,
         config,
         config + CONFIG_SIZE,

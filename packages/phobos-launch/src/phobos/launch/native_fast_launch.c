@@ -2,8 +2,9 @@
  * The native fast path: one call signature's checks, packing and cuLaunchKernelEx in C.
  *
  * native.py compiles this file once per machine and Python (the way Triton builds its
- * launcher) and makes one FastLaunch per call signature, GPU and thread of torch
- * tensors and scalars.  Calling it does what fastpath.py's generated Python does, with
+ * launcher) and makes one FastLaunch per call signature, GPU and thread of arrays
+ * (torch tensors through their accessors, anything else through its
+ * __cuda_array_interface__) and scalars.  Calling it does what fastpath.py's generated Python does, with
  * the same outcome: 0 when it launched, the CUresult when the driver refused (nothing
  * launched), None when an argument fails a check or cannot be read -- the caller then
  * takes the reference path, which explains.  Every check the reference binder makes is
@@ -31,6 +32,10 @@
 #endif
 
 typedef int (*LaunchKernelEx)(void *config, void *function, void **params, void **extra);
+typedef int (*PointerGetAttribute)(void *data, int attribute, unsigned long long pointer);
+
+#define POINTER_ATTRIBUTE_DEVICE_ORDINAL 9 /* CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL */
+#define LEGACY_DEFAULT_STREAM 1           /* how the CAI spells the legacy default stream */
 
 /* Where a slot's value comes from: the rows of ArgumentBinder.slot_sources. */
 enum { SRC_POINTER = 0, SRC_STRIDE = 1, SRC_EXTENT = 2, SRC_SCALAR = 3 };
@@ -83,6 +88,9 @@ typedef struct {
     int needs_strides;
     int check_contiguous; /* one unit-stride axis: torch's is_contiguous() settles it */
     int span_check;       /* 32-bit indexing with more than one unit-stride axis */
+    int cai;              /* read through __cuda_array_interface__ (dtype is then its typestr) */
+    int64_t itemsize;     /* bytes per element: CAI strides are in bytes */
+    int written;          /* a readonly CAI array is refused */
 } TensorSpec;
 
 typedef struct {
@@ -113,6 +121,7 @@ typedef struct {
     long device;
     long max_grid[3];
     LaunchKernelEx launch;
+    PointerGetAttribute pointer_attribute; /* NULL when no argument is a CAI array */
     void *function;
     char *config;
     char *params;
@@ -128,6 +137,8 @@ static int fast_launch_clear(FastLaunch *self);
 
 static PyObject *accessor_names[N_ACCESSORS];
 static PyObject *empty_tuple;
+static PyObject *s_cai, *s_data, *s_shape_key, *s_typestr, *s_strides, *s_version, *s_stream_key,
+    *s_mask;
 
 static void resolve_accessor(Accessor *a, PyTypeObject *type, int which) {
     a->name = accessor_names[which];
@@ -206,13 +217,13 @@ static int read_u64(PyObject *o, uint64_t *out) {
     return 1;
 }
 
-/* A tuple of `rank` ints (torch.Size, stride()) into `out`. */
-static int read_dims(PyObject *tuple, int rank, int64_t *out) {
-    if (!PyTuple_Check(tuple) || PyTuple_GET_SIZE(tuple) != rank) {
+/* A tuple or list of `rank` ints (torch.Size, stride(), a CAI shape) into `out`. */
+static int read_dims(PyObject *dims, int rank, int64_t *out) {
+    if (!(PyTuple_Check(dims) || PyList_Check(dims)) || PySequence_Fast_GET_SIZE(dims) != rank) {
         return 0;
     }
     for (int a = 0; a < rank; a++) {
-        if (!read_i64(PyTuple_GET_ITEM(tuple, a), &out[a])) {
+        if (!read_i64(PySequence_Fast_GET_ITEM(dims, a), &out[a])) {
             return 0;
         }
     }
@@ -405,9 +416,38 @@ static int read_stream(FastLaunch *self, PyObject *stream, uint64_t *handle) {
     return ok;
 }
 
-/* Reads and checks one tensor argument; 1 fits, 0 does not (or cannot tell), -1 raises. */
-static int read_tensor(FastLaunch *self, TensorSpec *spec, PyObject *arg, int64_t *shape,
-                       int64_t *strides, uint64_t *ptr) {
+/* The checks of a tensor's layout once read: alignment, unit stride, the 32-bit span. */
+static int layout_fits(TensorSpec *spec, const int64_t *shape, const int64_t *strides,
+                       uint64_t ptr, int strides_read) {
+    if (ptr % (uint64_t)spec->align) {
+        return 0;
+    }
+    int last = spec->rank - 1;
+    if (strides_read && spec->unit_stride && strides[last] != 1 && shape[last] > 1) {
+        return 0;
+    }
+    if (spec->span_check) {
+        int64_t span = 0;
+        for (int a = 0; a < spec->rank; a++) {
+            if (shape[a] > 1) {
+                int64_t step = strides[a] < 0 ? -strides[a] : strides[a];
+                int64_t part;
+                if (__builtin_mul_overflow(shape[a] - 1, step, &part) ||
+                    __builtin_add_overflow(span, part, &span)) {
+                    return 0;
+                }
+            }
+        }
+        if (span >= INDEX32_LIMIT) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Reads and checks a torch tensor; 1 fits, 0 does not (or cannot tell), -1 raises. */
+static int read_torch_tensor(FastLaunch *self, TensorSpec *spec, PyObject *arg, int64_t *shape,
+                             int64_t *strides, uint64_t *ptr) {
     PyObject *o = read_accessor(&spec->accessors[A_DTYPE], arg);
     if (o == NULL) {
         return give_up() ? -1 : 0;
@@ -432,7 +472,7 @@ static int read_tensor(FastLaunch *self, TensorSpec *spec, PyObject *arg, int64_
     }
     ok = read_u64(o, ptr);
     Py_DECREF(o);
-    if (!ok || *ptr % (uint64_t)spec->align) {
+    if (!ok) {
         return 0;
     }
     if (spec->needs_strides) {
@@ -445,10 +485,9 @@ static int read_tensor(FastLaunch *self, TensorSpec *spec, PyObject *arg, int64_
         if (!ok) {
             return 0;
         }
-        int last = spec->rank - 1;
-        if (spec->unit_stride && strides[last] != 1 && shape[last] > 1) {
-            return 0;
-        }
+    }
+    if (!layout_fits(spec, shape, strides, *ptr, spec->needs_strides)) {
+        return 0;
     }
     o = read_accessor(&spec->accessors[A_GET_DEVICE], arg);
     if (o == NULL) {
@@ -471,23 +510,96 @@ static int read_tensor(FastLaunch *self, TensorSpec *spec, PyObject *arg, int64_
             return 0;
         }
     }
-    if (spec->span_check) {
-        int64_t span = 0;
-        for (int a = 0; a < spec->rank; a++) {
-            if (shape[a] > 1) {
-                int64_t step = strides[a] < 0 ? -strides[a] : strides[a];
-                int64_t part;
-                if (__builtin_mul_overflow(shape[a] - 1, step, &part) ||
-                    __builtin_add_overflow(span, part, &span)) {
-                    return 0;
-                }
-            }
-        }
-        if (span >= INDEX32_LIMIT) {
-            return 0;
+    return 1;
+}
+
+/* A CAI dict's entry (borrowed), or NULL when absent (with an error only if the lookup failed). */
+static PyObject *cai_entry(PyObject *cai, PyObject *key) {
+    return PyDict_GetItemWithError(cai, key);
+}
+
+/* Reads and checks an array's __cuda_array_interface__ (v2/v3) as arrays.read_cai does, then
+ * asks the driver which GPU holds its data.  *producer is the v3 stream it was made on. */
+static int read_cai_dict(FastLaunch *self, TensorSpec *spec, PyObject *cai, int64_t *shape,
+                         int64_t *strides, uint64_t *ptr, int *has_producer,
+                         uint64_t *producer) {
+    if (!PyDict_Check(cai)) {
+        return 0;
+    }
+    PyObject *o = cai_entry(cai, s_mask);
+    if (o != NULL && o != Py_None) {
+        return 0;
+    }
+    o = cai_entry(cai, s_typestr);
+    if (o == NULL || !PyUnicode_Check(o) || PyUnicode_Compare(o, spec->dtype) != 0) {
+        return 0;
+    }
+    o = cai_entry(cai, s_data);
+    if (o == NULL || !PyTuple_Check(o) || PyTuple_GET_SIZE(o) < 2 ||
+        !read_u64(PyTuple_GET_ITEM(o, 0), ptr) || *ptr == 0) {
+        return 0;
+    }
+    if (spec->written) {
+        int readonly = PyObject_IsTrue(PyTuple_GET_ITEM(o, 1));
+        if (readonly != 0) {
+            return readonly < 0 ? -1 : 0;
         }
     }
-    return 1;
+    o = cai_entry(cai, s_shape_key);
+    if (o == NULL || !read_dims(o, spec->rank, shape)) {
+        return 0;
+    }
+    o = cai_entry(cai, s_strides);
+    if (o == NULL || o == Py_None) {
+        int64_t step = 1;
+        for (int a = spec->rank - 1; a >= 0; a--) {
+            strides[a] = step;
+            step *= shape[a] > 1 ? shape[a] : 1;
+        }
+    } else {
+        if (!read_dims(o, spec->rank, strides)) {
+            return 0;
+        }
+        for (int a = 0; a < spec->rank; a++) {
+            if (strides[a] % spec->itemsize) {
+                return 0;
+            }
+            strides[a] /= spec->itemsize;
+        }
+    }
+    *has_producer = 0;
+    o = cai_entry(cai, s_version);
+    int64_t version = 0;
+    if (o != NULL && read_i64(o, &version) && version >= 3) {
+        o = cai_entry(cai, s_stream_key);
+        if (o != NULL && o != Py_None) {
+            if (!read_u64(o, producer)) {
+                return 0;
+            }
+            *has_producer = 1;
+        }
+    }
+    if (PyErr_Occurred() || !layout_fits(spec, shape, strides, *ptr, 1)) {
+        return 0;
+    }
+    int ordinal = -1;
+    int code = self->pointer_attribute(&ordinal, POINTER_ATTRIBUTE_DEVICE_ORDINAL, *ptr);
+    return code == 0 && ordinal == self->device;
+}
+
+static int read_cai_tensor(FastLaunch *self, TensorSpec *spec, PyObject *arg, int64_t *shape,
+                           int64_t *strides, uint64_t *ptr, int *has_producer,
+                           uint64_t *producer) {
+    PyObject *cai = PyObject_GetAttr(arg, s_cai);
+    if (cai == NULL) {
+        return give_up() ? -1 : 0;
+    }
+    int ok = read_cai_dict(self, spec, cai, shape, strides, ptr, has_producer, producer);
+    Py_DECREF(cai);
+    if (ok <= 0 && give_up()) {
+        return -1;
+    }
+    return ok > 0;
 }
 
 /* One launch of `args` (a tuple); the body of fast_launch_call. */
@@ -497,20 +609,29 @@ static PyObject *launch_args(FastLaunch *self, PyObject *grid, PyObject *args, P
     }
     PyObject **items = &PyTuple_GET_ITEM(args, 0);
     for (int i = 0; i < self->ntensors; i++) {
-        PyTypeObject *type = self->tensors[i].type;
-        /* A changed type (an attribute reassigned) has a new version tag. */
-        if (Py_TYPE(items[self->tensors[i].position]) != type ||
-            type->tp_version_tag != self->tensors[i].version) {
+        TensorSpec *spec = &self->tensors[i];
+        /* A torch type that changed (an attribute reassigned) has a new version tag. */
+        if (Py_TYPE(items[spec->position]) != spec->type ||
+            (!spec->cai && spec->type->tp_version_tag != spec->version)) {
             Py_RETURN_NONE;
         }
     }
     int64_t shapes[MAX_ARGS][MAX_RANK];
     int64_t strides[MAX_ARGS][MAX_RANK];
     uint64_t ptrs[MAX_ARGS];
+    uint64_t producers[MAX_ARGS];
+    int nproducers = 0;
     for (int i = 0; i < self->ntensors; i++) {
         TensorSpec *spec = &self->tensors[i];
-        int ok = read_tensor(self, spec, items[spec->position], shapes[i],
-                             strides[i], &ptrs[i]);
+        int ok, has_producer = 0;
+        if (spec->cai) {
+            ok = read_cai_tensor(self, spec, items[spec->position], shapes[i], strides[i],
+                                 &ptrs[i], &has_producer, &producers[nproducers]);
+            nproducers += has_producer;
+        } else {
+            ok = read_torch_tensor(self, spec, items[spec->position], shapes[i], strides[i],
+                                   &ptrs[i]);
+        }
         if (ok < 0) {
             return NULL;
         }
@@ -565,6 +686,13 @@ static PyObject *launch_args(FastLaunch *self, PyObject *grid, PyObject *args, P
     if (ok <= 0) {
         return ok < 0 ? NULL : Py_NewRef(Py_None);
     }
+    /* An array made on another stream: the reference path makes the launch wait for it. */
+    uint64_t launch_stream = handle ? handle : LEGACY_DEFAULT_STREAM;
+    for (int p = 0; p < nproducers; p++) {
+        if ((producers[p] ? producers[p] : LEGACY_DEFAULT_STREAM) != launch_stream) {
+            Py_RETURN_NONE;
+        }
+    }
     memcpy(self->config + CONFIG_GRID, dims, sizeof dims);
     memcpy(self->config + CONFIG_STREAM, &handle, 8);
     int code;
@@ -605,15 +733,15 @@ static PyObject *fast_launch_call(PyObject *callable, PyObject *const *argv, siz
 static int fast_launch_init(FastLaunch *self, PyObject *args, PyObject *kwds) {
     (void)kwds;
     PyObject *tensors, *slots, *sources, *checks, *literals, *max_grid, *cta;
-    unsigned long long launch, function, config, params, kernel_params;
+    unsigned long long launch, pointer_entry, function, config, params, kernel_params;
     unsigned long smem;
     fast_launch_clear(self);
-    if (!PyArg_ParseTuple(args, "kOOOOnO!O!O!O!pl" "O!O!OKKKKKO!kO", &self->owner,
+    if (!PyArg_ParseTuple(args, "kOOOOnO!O!O!O!pl" "O!O!OKKKKKKO!kO", &self->owner,
                           &self->other_thread, &self->current_stream, &self->stream_handle,
                           &self->meta, &self->nargs, &PyTuple_Type, &tensors, &PyTuple_Type,
                           &sources, &PyTuple_Type, &checks, &PyTuple_Type, &literals,
                           &self->index32, &self->device, &PyTuple_Type, &slots, &PyTuple_Type,
-                          &self->extent_names, &self->keep, &launch, &function, &config, &params,
+                          &self->extent_names, &self->keep, &launch, &pointer_entry, &function, &config, &params,
                           &kernel_params, &PyTuple_Type, &cta, &smem, &max_grid)) {
         return -1;
     }
@@ -638,17 +766,21 @@ static int fast_launch_init(FastLaunch *self, PyObject *args, PyObject *kwds) {
     self->ntensors = (int)PyTuple_GET_SIZE(tensors);
     for (int i = 0; i < self->ntensors; i++) {
         TensorSpec *t = &self->tensors[i];
-        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(tensors, i), "iO!OiLpppp", &t->position,
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(tensors, i), "iO!OiLppppLpp", &t->position,
                               &PyType_Type, &t->type, &t->dtype, &t->rank, &t->align,
                               &t->unit_stride, &t->needs_strides, &t->check_contiguous,
-                              &t->span_check)) {
+                              &t->span_check, &t->itemsize, &t->cai, &t->written)) {
             return -1;
         }
         if (t->rank < 0 || t->rank > MAX_RANK || t->align < 1 || t->position < 0 ||
             t->position >= self->nargs || (t->span_check && !t->needs_strides) ||
-            (t->unit_stride && !t->needs_strides && !t->check_contiguous)) {
+            (t->unit_stride && !t->needs_strides && !t->check_contiguous) || t->itemsize < 1 ||
+            (t->cai && (!PyUnicode_Check(t->dtype) || !t->needs_strides || pointer_entry == 0))) {
             PyErr_SetString(PyExc_ValueError, "FastLaunch: a tensor spec out of range");
             return -1;
+        }
+        if (t->cai) {
+            continue;
         }
         for (int a = 0; a < N_ACCESSORS; a++) {
             resolve_accessor(&t->accessors[a], t->type, a);
@@ -718,6 +850,7 @@ static int fast_launch_init(FastLaunch *self, PyObject *args, PyObject *kwds) {
         return -1;
     }
     self->launch = (LaunchKernelEx)(uintptr_t)launch;
+    self->pointer_attribute = (PointerGetAttribute)(uintptr_t)pointer_entry;
     self->function = (void *)(uintptr_t)function;
     self->config = (char *)(uintptr_t)config;
     self->params = (char *)(uintptr_t)params;
@@ -976,6 +1109,18 @@ PyMODINIT_FUNC PyInit_phobos_native_launch(void) {
         }
     }
     empty_tuple = PyTuple_New(0);
+    s_cai = PyUnicode_InternFromString("__cuda_array_interface__");
+    s_data = PyUnicode_InternFromString("data");
+    s_shape_key = PyUnicode_InternFromString("shape");
+    s_typestr = PyUnicode_InternFromString("typestr");
+    s_strides = PyUnicode_InternFromString("strides");
+    s_version = PyUnicode_InternFromString("version");
+    s_stream_key = PyUnicode_InternFromString("stream");
+    s_mask = PyUnicode_InternFromString("mask");
+    if (!s_cai || !s_data || !s_shape_key || !s_typestr || !s_strides || !s_version ||
+        !s_stream_key || !s_mask) {
+        return NULL;
+    }
     s_last_launch = PyUnicode_InternFromString("last_launch");
     s_try_launch = PyUnicode_InternFromString("try_launch");
     s_stream = PyUnicode_InternFromString("stream");
