@@ -32,32 +32,35 @@ def to_host(array) -> np.ndarray:
     return array.get() if hasattr(array, "get") else array.copy_to_host()
 
 
-def main() -> dict:
+def measure(library: str) -> dict:
+    """Check, then time, the vector add on one library's arrays."""
     import torch  # the timing bursts synchronise through torch, as bench_launch_overhead does
 
-    rows = {}
-    for library in ("cupy", "numba"):
-        expected, x, y, out = arrays_of(library)
-        grid = (1,)
-        vector_add[grid](x, y, out, BLOCK=1024)
-        torch.cuda.synchronize()
-        np.testing.assert_allclose(to_host(out), expected, rtol=1e-6)
-        loaded = vector_add.last_launch[1]
-        args = (x, y, out)
-        python_try = python_fast_path(loaded, args)
-        assert python_try(grid, args, None) == 0
-        figures = per_launch_us(
-            {
-                "kernel_grid": lambda: vector_add[grid](x, y, out, BLOCK=1024),
-                "try_launch": lambda: loaded.try_launch(grid, args, None),
-                "try_launch_python": lambda: python_try(grid, args, None),
-            }
-        )
-        torch.cuda.synchronize()
-        np.testing.assert_allclose(to_host(out), expected, rtol=1e-6)
-        figures["try_launch_type"] = type(loaded.try_launch).__name__
-        print(library, figures, flush=True)
-        rows[library] = figures
+    expected, x, y, out = arrays_of(library)
+    grid = (1,)
+    vector_add[grid](x, y, out, BLOCK=1024)
+    torch.cuda.synchronize()
+    np.testing.assert_allclose(to_host(out), expected, rtol=1e-6)
+    loaded = vector_add.last_launch[1]
+    args = (x, y, out)
+    python_try = python_fast_path(loaded, args)
+    assert python_try(grid, args, None) == 0
+    figures = per_launch_us(
+        {
+            "kernel_grid": lambda: vector_add[grid](x, y, out, BLOCK=1024),
+            "try_launch": lambda: loaded.try_launch(grid, args, None),
+            "try_launch_python": lambda: python_try(grid, args, None),
+        }
+    )
+    torch.cuda.synchronize()
+    np.testing.assert_allclose(to_host(out), expected, rtol=1e-6)
+    figures["try_launch_type"] = type(loaded.try_launch).__name__
+    print(library, figures, flush=True)
+    return figures
+
+
+def main() -> dict:
+    rows = {library: measure(library) for library in ("cupy", "numba")}
     return {"benchmark": "probe_cai_launch", "n": N, "rows": rows}
 
 
