@@ -5,8 +5,8 @@ context (the one torch and CuPy use, so the kernel runs beside them) the first t
 the kernel is launched on that device, or at once when ``device=`` is given.
 
 A launch first tries ``try_launch``, the fast path made for the call signature,
-GPU and thread of an earlier good launch (native.py in C for torch tensors where a C
-compiler is at hand, else fastpath.py's generated Python).  When that cannot take the
+GPU and thread of an earlier good launch (native.py in C where a C compiler is at hand,
+else fastpath.py's generated Python).  When that cannot take the
 arguments, ``launch`` binds them with the reference binder (which explains anything
 wrong), makes the kernel's context current if another one is, launches, and
 compiles the fast path for next time.
