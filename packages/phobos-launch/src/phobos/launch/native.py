@@ -1,19 +1,20 @@
 """The native fast path: ``native_fast_launch.c`` built on first use, one ``FastLaunch`` per signature.
 
-The generated Python of fastpath.py leaves the interpreter between every torch
+The generated Python of fastpath.py leaves the interpreter between every array
 accessor and ctypes between the launch and the driver; together they cost more
 than the driver's own launch.  This module compiles a small C extension once per
 machine and Python (with the C compiler Python was built with, the way Triton
 builds its launcher), keeps it under the Phobos cache folder, and makes one
 ``FastLaunch`` per call signature, GPU and thread: torch tensors read through their
-accessors, other arrays through ``__cuda_array_interface__`` (the driver asked for
-each pointer's GPU from C), and scalars.  It makes every check the generated Python makes, from the same
-``ArgumentBinder`` tables, and writes the same launch block.
+accessors, other arrays through ``__cuda_array_interface__`` (the driver asked from
+C which GPU holds each pointer), and scalars.  It makes every check the generated
+Python makes, from the same ``ArgumentBinder`` tables, and writes the same launch
+block.
 
-Where it cannot be used (no C compiler or Python headers, a driver with no C entry
-points such as a test's fake without them,
-``PHOBOS_NATIVE_LAUNCH=0``) the generated Python is used: the native path changes how
-fast a launch goes, never what it does.  ``native_status()`` says which applies.
+Where it cannot be used (no C compiler or Python headers, a driver without C entry
+points such as a test's fake made without them, ``PHOBOS_NATIVE_LAUNCH=0``) the
+generated Python is used: the native path changes how fast a launch goes, never
+what it does.  ``native_status()`` (``python -m phobos.launch``) says which applies.
 """
 
 from __future__ import annotations
