@@ -151,24 +151,28 @@ def test_an_interrupt_in_a_grid_function_goes_up_and_other_errors_mean_retry():
 
 
 @needs_native
-def test_steady_launches_hold_no_memory():
+@pytest.mark.parametrize("arrays", ["torch", "cai"])
+def test_steady_launches_hold_no_memory(arrays):
     driver = FakeDriver()
     kernel = load_kernel(SAXPY, cubin=b"C", driver=driver)
-    args = (*saxpy_tensors(), 2.0)
+    made = saxpy_tensors() if arrays == "torch" else cai_saxpy(stream=7)
+    args = (*made, 2.0)
     fast = fast_launch(kernel, list(args), native=True)
     grid = lambda meta: (4,)  # noqa: E731
     for _ in range(100):
-        fast(grid, args, None)
+        fast(grid, args, 7)
     driver.launches.clear()
-    counts = [sys.getrefcount(o) for o in (*args, args[0].shape, args[0].dtype, grid)]
+    held = (*args, grid, *(getattr(a, "shape", a) for a in made))
+    held += tuple(getattr(a, "__cuda_array_interface__", a) for a in made)
+    counts = [sys.getrefcount(o) for o in held]
     tracemalloc.start()
     before = tracemalloc.get_traced_memory()[0]
     for _ in range(2000):
-        assert fast(grid, args, None) == 0
+        assert fast(grid, args, 7) == 0
         driver.launches.clear()
     grown = tracemalloc.get_traced_memory()[0] - before
     tracemalloc.stop()
-    assert [sys.getrefcount(o) for o in (*args, args[0].shape, args[0].dtype, grid)] == counts
+    assert [sys.getrefcount(o) for o in held] == counts
     assert grown < 20_000  # a leak of one int per launch would be 64 kB
 
 
