@@ -205,7 +205,11 @@ def test_the_switch_turns_the_native_path_off(monkeypatch):
 
 @needs_native
 def test_a_build_is_kept_and_found_again(tmp_path):
+    suffix = sysconfig.get_config_var("EXT_SUFFIX")
+    older = tmp_path / f"phobos_native_launch-0123456789abcdef{suffix}"
+    older.write_bytes(b"an earlier version's build")
     path = build_extension(tmp_path)
+    assert not older.exists()  # replaced by this version's
     assert path.exists() and path.name.startswith("phobos_native_launch-")
     stamp = path.stat().st_mtime_ns
     assert build_extension(tmp_path) == path and path.stat().st_mtime_ns == stamp

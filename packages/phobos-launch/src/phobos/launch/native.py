@@ -19,6 +19,7 @@ what it does.  ``native_status()`` (``python -m phobos.launch``) says which appl
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
 import importlib.machinery
@@ -219,7 +220,16 @@ def build_extension(folder: Path) -> Path:
         errors = [line for line in lines if "error" in line] or lines
         raise BuildFailed(f"{compiler[0]} failed building {SOURCE.name}: " + " | ".join(errors[:3]))
     os.replace(temporary, path)
+    _remove_older_builds(folder, path, suffix)
     return path
+
+
+def _remove_older_builds(folder: Path, kept: Path, suffix: str) -> None:
+    """Other builds for this Python (an earlier Phobos's source) are never loaded again."""
+    for other in folder.glob(f"{MODULE_NAME}-*{suffix}"):
+        if other != kept:
+            with contextlib.suppress(OSError):  # another process may be at it: only disk space
+                other.unlink()
 
 
 def _load(path: Path) -> ModuleType:
