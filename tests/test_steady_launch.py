@@ -52,12 +52,17 @@ def gpu_launches(monkeypatch):
     return made
 
 
-@pytest.mark.parametrize("native", [True, False])
-def test_the_steady_state_calls_try_launch_and_nothing_else(gpu_launches, monkeypatch, native):
-    if native and native_module() is None:
+@pytest.fixture(params=[True, False], ids=["native", "python"])
+def native(request, monkeypatch):
+    """Each steady-state test with the native launch path, and with it switched off."""
+    if request.param and native_module() is None:
         pytest.skip("no native launch path on this machine")
-    if not native:
+    if not request.param:
         monkeypatch.setenv("PHOBOS_NATIVE_LAUNCH", "0")
+    return request.param
+
+
+def test_the_steady_state_calls_try_launch_and_nothing_else(gpu_launches, native):
     x, y, out = DeviceArray(100), DeviceArray(100), DeviceArray(100)
     saxpy[(1,)](x, y, out, 2.0, BLOCK=128)
     (loaded,) = gpu_launches
@@ -70,12 +75,7 @@ def test_the_steady_state_calls_try_launch_and_nothing_else(gpu_launches, monkey
     assert len(gpu_launches) == 1 and len(loaded.launches) == 1
 
 
-@pytest.mark.parametrize("native", [True, False])
 def test_other_calls_take_the_python_path(gpu_launches, monkeypatch, native):
-    if native and native_module() is None:
-        pytest.skip("no native launch path on this machine")
-    if not native:
-        monkeypatch.setenv("PHOBOS_NATIVE_LAUNCH", "0")
     x, y, out = DeviceArray(100), DeviceArray(100), DeviceArray(100)
     saxpy[(1,)](x, y, out, 2.0, BLOCK=128)
     (first,) = gpu_launches
