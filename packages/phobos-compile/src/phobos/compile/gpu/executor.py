@@ -700,7 +700,9 @@ class Executor:
         t = op.result.tile
         assert t.layout is not None
         coords, valid = t.layout.coords(), t.layout.valid()
-        rows, cols = self._tile_rows_cols(coords, t.shape)
+        if op.transposed:
+            coords = coords[..., ::-1]
+        rows, cols = self._tile_rows_cols(coords, t.shape[::-1] if op.transposed else t.shape)
         offsets = self._element_bytes(buffer, rows, cols, stage)
         threads = np.broadcast_to(np.arange(self.threads)[:, None], valid.shape)
         raw = np.zeros(offsets.shape, np.uint8)
@@ -715,7 +717,7 @@ class Executor:
         starts = args[1 : 1 + n]
         stage = int(args[1 + n]) if len(args) > 1 + n else 0
         layout = op.layout
-        coords, valid = layout.coords(), layout.valid()
+        coords, valid = layout.coords(), layout.valid() & _first_holder(layout)
         indices, inside = self._window(op, starts, op.lengths, coords)
         dtype = self.kernel.tensors[op.tensor].dtype
         values = np.zeros(inside.shape, _np(dtype))

@@ -470,11 +470,13 @@ class SharedStore(Op):
 @dataclass(eq=False, kw_only=True)
 class SharedLoad(Op):
     """A buffer into registers in the result's layout (operands: buffer, optional stage).
-    ``via``: "vector" (each thread its own elements) or "ldmatrix" / "ldmatrix_trans"
-    (a warp loads 8x8 matrices into mma fragments), set by ``passes/select_mma.py``."""
+    ``transposed``: the buffer holds the result's transpose (``trans(t)`` staged as ``t``
+    lies).  ``via``: "vector" (each thread its own elements) or "ldmatrix" (a warp loads
+    8x8 matrices into mma fragments), set by ``passes/select_mma.py``."""
 
     NAME = "smem_load"
     via: str = "vector"
+    transposed: bool = False
     vector: int = 1
 
 
@@ -482,7 +484,8 @@ class SharedLoad(Op):
 class CopyAsync(Op):
     """A window of ``tensor`` into a buffer with ``cp.async`` (16 bytes a copy, absent bytes
     zero-filled).  Operands: buffer, starts..., optional stage.  ``layout`` says which
-    thread copies which 16-byte group (a blocked layout of the window)."""
+    thread copies which 16-byte group (a blocked layout of the window); of replicated
+    copies only the first holder's is made."""
 
     NAME = "copy_async"
     tensor: str

@@ -289,6 +289,54 @@ class Layout:
         """The same bases over another tile shape (the coverage must still hold)."""
         return Layout(shape, self.registers, self.lanes, self.warps, self.repeat, self.repeat_axis)
 
+    # ------------------------------------------------------------------ reduction steps
+
+    def _renumbered(self, axis: int, keep: set[str]) -> Layout:
+        """This layout with only the ``keep`` kinds of bits left along ``axis`` ("lane",
+        "warp"), renumbered 1, 2, 4, ... in order of value; the axis's extent becomes
+        what they span.  Dropped register bits disappear, dropped lane and warp bits
+        become replication."""
+        kinds = {"register": self.registers, "lane": self.lanes, "warp": self.warps}
+        survivors = sorted(
+            b[axis] for kind, bases in kinds.items() if kind in keep for b in bases if _axis_of(b) == axis
+        )
+        rank = {value: 1 << i for i, value in enumerate(survivors)}
+
+        def remap(basis: Coord, kind: str) -> Coord | None:
+            if _axis_of(basis) != axis:
+                return basis
+            if kind not in keep:
+                return None if kind == "register" else tuple(0 for _ in basis)
+            return tuple(rank[v] if a == axis else v for a, v in enumerate(basis))
+
+        registers = tuple(r for r in (remap(b, "register") for b in self.registers) if r is not None)
+        lanes = tuple(remap(b, "lane") for b in self.lanes)
+        warps = tuple(remap(b, "warp") for b in self.warps)
+        shape = list(self.shape)
+        shape[axis] = 1 << len(survivors)
+        repeat, repeat_axis = self.repeat, self.repeat_axis
+        if repeat_axis == axis:
+            repeat, repeat_axis = 1, None
+        return Layout(tuple(shape), registers, lanes, warps, repeat, repeat_axis)  # type: ignore[arg-type]
+
+    def thread_partials(self, axis: int) -> Layout:
+        """After each thread combined its registers along ``axis``: its lane and warp bits."""
+        return self._renumbered(axis, {"lane", "warp"})
+
+    def warp_partials(self, axis: int) -> Layout:
+        """After the lanes combined too (shuffles): the warp bits along ``axis`` alone."""
+        return self._renumbered(axis, {"warp"})
+
+    def gathered(self, axis: int) -> Layout:
+        """The warps' partials along ``axis`` held by every thread in registers (what it
+        reads back from shared memory to combine them)."""
+        rank = len(self.shape)
+        warp_bits = [i for i, b in enumerate(self.warps) if _axis_of(b) == axis]
+        registers = [*self.registers]
+        registers += [tuple((1 << j) if a == axis else 0 for a in range(rank)) for j in range(len(warp_bits))]
+        warps = tuple(tuple(0 for _ in b) if i in warp_bits else b for i, b in enumerate(self.warps))
+        return Layout(self.shape, tuple(registers), self.lanes, warps, self.repeat, self.repeat_axis)
+
     # ------------------------------------------------------------------ queries for passes
 
     def axis_bits(self, axis: int) -> tuple[list[int], list[int], list[int]]:

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from phobos.compile.gpu import ir
 from phobos.compile.gpu.lower import lower_kernel
+from phobos.compile.gpu.passes.allocation import allocate_shared
+from phobos.compile.gpu.passes.assign_layouts import assign_layouts
+from phobos.compile.gpu.passes.barriers import insert_barriers
+from phobos.compile.gpu.passes.conversions import expand_conversions
+from phobos.compile.gpu.passes.reductions import expand_reductions
 from phobos.compile.gpu.passes.cleanup import eliminate_dead_code
+from phobos.compile.gpu.passes.cta import choose_cta
+from phobos.compile.gpu.passes.select_mma import select_mma
 from phobos.compile.ir import nodes as tir
 
 
@@ -20,4 +27,13 @@ def build(
         kernel, arch=arch, index_width=index_width, unit_stride=unit_stride or {}, align=align or {}
     )
     eliminate_dead_code(gk)
+    choose_cta(gk)
+    select_mma(gk)
+    eliminate_dead_code(gk)
+    assign_layouts(gk)
+    expand_reductions(gk)
+    expand_conversions(gk)
+    eliminate_dead_code(gk)
+    allocate_shared(gk)
+    insert_barriers(gk)
     return gk
