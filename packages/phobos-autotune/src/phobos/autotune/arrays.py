@@ -227,11 +227,6 @@ class ArrayOps:
     def restore(self, dst: Any, src: Any) -> None:
         self._impl.restore(dst, src)
 
-    @property
-    def poisoned(self) -> bool:
-        """Whether outputs of this dtype are poisoned (and unwritten elements found)."""
-        return poison_patterns(self.dtype) is not None
-
     def poison(self, a: Any, which: int = 0) -> None:
         """Fill ``a`` with poison pattern ``which`` (0 or 1), bit for bit."""
         patterns = poison_patterns(self.dtype)

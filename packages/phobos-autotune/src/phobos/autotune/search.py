@@ -98,16 +98,19 @@ def search(problem: Problem, options: Options) -> Report:
     if not any(v.chosen for v in report.variants):
         raise NoVariantPassed(
             f"no variant of {problem.kernel} can be used for this launch; the tuning report:\n"
-            f"{report}{_unwritten_hint(report)}",
+            f"{report}{_unwritten_hint(problem, report)}",
             report,
         )
     return report
 
 
-def _unwritten_hint(report: Report) -> str:
-    """For a search where every variant that ran left elements unwritten."""
-    ran = [v for v in report.variants if v.status in (WRONG, FAULTED)]
-    if not ran or not all(" unwritten in " in v.detail for v in ran):
+def _unwritten_hint(problem: Problem, report: Report) -> str:
+    """Without a reference function, when every variant that ran to the end left elements
+    unwritten."""
+    wrong = [v for v in report.variants if v.status == WRONG]
+    if problem.reference is not None or not wrong:
+        return ""
+    if not all(" unwritten in " in v.detail for v in wrong):
         return ""
     return (
         "\nevery variant that ran left elements of an output unwritten; a kernel meant to "
