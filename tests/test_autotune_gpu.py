@@ -1,4 +1,5 @@
-"""Autotuning on a GPU (torch arrays): tuning on first use, the reference, in place, the cache.
+"""Autotuning on a GPU (torch arrays): tuning on first use, the reference, in place, the cache,
+unwritten elements and disagreeing variants without a reference function.
 
 Skipped without an NVIDIA GPU and torch; run with ``pytest -m gpu tests/test_autotune_gpu.py``.
 """
@@ -43,6 +44,30 @@ def saxpy_bug256(
 def double_in_place(x: ph.tensor[ph.f32][N]):
     base: ph.let = ph.ctx.block.x * BLOCK
     x[base:+BLOCK] = x[base:+BLOCK] * 2.0
+
+
+# A row softmax whose tile must cover the row (issue 21): BLOCK < N leaves part of each row
+# unwritten.  No reference function.
+@ph.kernel
+@ph.autotune(ROWS={4, 16}, BLOCK=[256, 4096])
+def softmax(x: ph.tensor[ph.f32][M, N], out: ph.tensor[ph.f32][M, N]):
+    first: ph.let = ph.ctx.block.x * ROWS
+    rows: ph.let = x[first:+ROWS, 0:+BLOCK]
+    shifted: ph.let = rows - ph.max(rows, axis=1)[:, None]
+    numerator: ph.let = ph.exp(shifted)
+    out[first:+ROWS, 0:+BLOCK] = numerator / ph.sum(numerator, axis=1)[:, None]
+
+
+# Each row's sum from one tile: every variant writes every element, but only BLOCK >= N is right.
+@ph.kernel
+@ph.autotune(BLOCK=[256, 2048])
+def row_sums(x: ph.tensor[ph.f32][M, N], sums: ph.tensor[ph.f32][M]):
+    row: ph.let = ph.ctx.block.x
+    sums[row:+1] = ph.sum(x[row:+1, 0:+BLOCK], axis=1)
+
+
+def rows_grid(meta):
+    return (-(-meta["M"] // meta.get("ROWS", 1)),)
 
 
 @pytest.fixture(autouse=True)
@@ -99,3 +124,34 @@ def test_a_second_process_reads_the_choice(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert int(done.stdout.split()[-1]) == first["BLOCK"]
+
+
+def test_the_softmax_whose_default_leaves_half_of_each_row_unwritten_chooses_the_right_tile():
+    """Issue 21 on the GPU: at N=2000 the default BLOCK=1024 leaves 976 elements of each row
+    unwritten; it is rejected, and BLOCK=2048 (the only right tile) is chosen."""
+    x = torch.randn(64, 2000, device="cuda")
+    out = torch.zeros_like(x)
+    softmax[rows_grid](x, out)  # tunes on first use, then runs the choice
+    torch.cuda.synchronize()
+    report = softmax.tuning_report()
+    assert report.choice["BLOCK"] == 2048, report
+    rows = {(v.values["ROWS"], v.values["BLOCK"]): v for v in report.variants}
+    for r in (4, 16):
+        assert rows[(r, 1024)].status == WRONG, report
+        assert rows[(r, 1024)].detail == (
+            "left 62464 elements unwritten in out (of 128000; the first at out[0, 1024])"
+        )
+        assert rows[(r, 2048)].status == PASSED and rows[(r, 2048)].group == 1, report
+    torch.testing.assert_close(out, torch.softmax(x, dim=1), rtol=1e-4, atol=1e-6)
+
+
+def test_variants_that_disagree_raise_at_the_kernels_line():
+    x = torch.randn(64, 2000, device="cuda")
+    sums = torch.zeros(64, device="cuda")
+    with pytest.raises(ph.PhobosError) as caught:
+        row_sums[rows_grid](x, sums)
+    text = str(caught.value)
+    assert "the variants of row_sums disagree, and it has no reference function" in text
+    assert "  group 1: BLOCK=1024\n  group 2: BLOCK=256\n" in text
+    assert "@kernel.reference" in text
+    assert torch.equal(sums, torch.zeros(64, device="cuda"))  # as the caller gave it

@@ -6,6 +6,7 @@ one, and its report must name them.
 
 from __future__ import annotations
 
+import inspect
 import subprocess
 import sys
 import textwrap
@@ -15,7 +16,15 @@ import numpy as np
 import pytest
 
 import phobos.lang as ph
-from phobos.autotune import COMPILE_ERROR, PASSED, PRUNED, WRONG, NoVariantPassed, Options
+from phobos.autotune import (
+    COMPILE_ERROR,
+    DISAGREED,
+    PASSED,
+    PRUNED,
+    WRONG,
+    NoVariantPassed,
+    Options,
+)
 from phobos.lang import tuning
 
 FAST = Options(budget_s=0.0, warmup=0, min_repeats=1, progress=False)
@@ -45,6 +54,32 @@ def scale_bug32(x: ph.tensor[ph.f32][N], out: ph.tensor[ph.f32][N], alpha: ph.f3
 def scale(x: ph.tensor[ph.f32][N], out: ph.tensor[ph.f32][N], alpha: ph.f32):
     base: ph.let = ph.ctx.block.x * BLOCK
     out[base:+BLOCK] = alpha * x[base:+BLOCK]
+
+
+@ph.kernel
+@ph.autotune(BLOCK=[16, 128])
+def scale_skips32(x: ph.tensor[ph.f32][N], out: ph.tensor[ph.f32][N], alpha: ph.f32):
+    base: ph.let = ph.ctx.block.x * BLOCK
+    if BLOCK == 32:
+        out[base : +(BLOCK - 1)] = alpha * x[base : +(BLOCK - 1)]  # wrong on purpose: skips one
+    else:
+        out[base:+BLOCK] = alpha * x[base:+BLOCK]
+
+
+# A row softmax whose tile must cover the row (docs/tutorials/02_fused_softmax.py): a BLOCK
+# shorter than N leaves the rest of each row unwritten (and normalises the part it holds).
+@ph.kernel
+@ph.autotune(ROWS={4, 16}, BLOCK=[256, 4096])
+def softmax(x: ph.tensor[ph.f32][M, N], out: ph.tensor[ph.f32][M, N]):
+    first: ph.let = ph.ctx.block.x * ROWS
+    rows: ph.let = x[first:+ROWS, 0:+BLOCK]
+    shifted: ph.let = rows - ph.max(rows, axis=1)[:, None]
+    numerator: ph.let = ph.exp(shifted)
+    out[first:+ROWS, 0:+BLOCK] = numerator / ph.sum(numerator, axis=1)[:, None]
+
+
+def rows_grid(meta):
+    return (-(-meta["M"] // meta["ROWS"]),)
 
 
 @ph.kernel
@@ -107,7 +142,8 @@ def test_unwritten_elements_are_caught_by_the_poison():
     rows = by_block(fresh.tuning_report())
     assert choice["BLOCK"] in (20, 25)
     assert rows[16].status == rows[30].status == WRONG
-    assert "NaN where the reference has a number" in rows[16].detail
+    assert rows[16].detail == "left 4 elements unwritten in out (of 100; the first at out[96])"
+    assert rows[30].detail == "left 10 elements unwritten in out (of 100; the first at out[90])"
 
 
 def test_an_in_place_kernel_tunes_right_with_no_hints():
@@ -115,9 +151,142 @@ def test_an_in_place_kernel_tunes_right_with_no_hints():
     choice = double_in_place.autotune(x, grid=cdiv_grid, options=FAST)
     report = double_in_place.tuning_report()
     assert [v.status for v in report.variants] == [PASSED, PASSED, PASSED]
-    assert "default variant BLOCK=64" in report.reference
+    assert [v.group for v in report.variants] == [1, 1, 1]
+    assert "the 3 variants that ran and wrote every element agree" in report.reference
     assert choice["BLOCK"] in (16, 32, 64)
     assert (x == np.arange(64)).all()
+
+
+def test_an_in_place_variant_that_skips_elements_disagrees_by_its_values():
+    """An in-place tensor is restored, not poisoned, before each run, so what is checked is its
+    values: an element a variant skips keeps the caller's value, which the others doubled."""
+    x = np.arange(100, dtype=np.float32)
+    fresh = ph.kernel(double_in_place.__wrapped__)
+    with pytest.raises(ph.PhobosError) as caught:
+        fresh.autotune(x, grid=floor_grid, options=FAST)  # BLOCK=64 doubles 64, 16 and 32 96
+    assert str(caught.value).splitlines()[3:6] == [
+        "  group 1: BLOCK=64",
+        "  group 2: BLOCK=16, BLOCK=32",
+        "  group 2 against group 1: largest difference 95 at x[95] (group 2 has 190, group 1 "
+        "has 95); 32 of 100 elements differ",
+    ]
+    assert (x == np.arange(100)).all()  # restored after tuning
+    trusting = Options(**{**FAST.__dict__, "on_disagreement": "default"})
+    fresh.autotune(x, grid=floor_grid, options=trusting)
+    rows = by_block(fresh.tuning_report())
+    assert rows[64].status == PASSED and rows[16].status == rows[32].status == WRONG
+    assert (x == np.arange(100)).all()
+
+
+def softmax_reference(x):
+    e = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def test_the_softmax_whose_default_leaves_half_of_each_row_unwritten_chooses_the_right_tile():
+    """Issue 21: tuned at N=2000 with no reference function, the default (BLOCK=1024) leaves
+    976 elements of each row unwritten; it must not become the reference, and BLOCK=2048,
+    the only right tile, is chosen."""
+    x = np.random.default_rng(0).standard_normal((64, 2000), dtype=np.float32)
+    out = np.zeros_like(x)
+    fresh = ph.kernel(softmax.__wrapped__)
+    choice = fresh.autotune(x, out, grid=rows_grid, options=FAST)
+    report = fresh.tuning_report()
+    assert choice["BLOCK"] == 2048
+    rows = {(v.values["ROWS"], v.values["BLOCK"]): v for v in report.variants}
+    for r in (4, 16):
+        assert rows[(r, 1024)].status == WRONG
+        assert rows[(r, 1024)].detail == (
+            "left 62464 elements unwritten in out (of 128000; the first at out[0, 1024])"
+        )
+        assert rows[(r, 2048)].status == PASSED and rows[(r, 2048)].group == 1
+        assert rows[(r, 4096)].status == PRUNED
+    assert {v.group for v in report.variants} == {None, 1}
+    assert (out == 0).all()
+    fresh[rows_grid](x, out)  # the host launch takes the tuned choice
+    np.testing.assert_allclose(out, softmax_reference(x), rtol=1e-5, atol=1e-7)
+
+
+def test_without_a_reference_the_wrong_variant_that_leaves_elements_unwritten_is_rejected():
+    """The default (BLOCK=128) is right; BLOCK=32 skips one element of each tile."""
+    x, out = arrays(200)
+    fresh = ph.kernel(scale_skips32.__wrapped__)
+    choice = fresh.autotune(x, out, 2.0, grid=cdiv_grid, options=FAST)
+    rows = by_block(fresh.tuning_report())
+    assert choice["BLOCK"] != 32
+    assert rows[32].status == WRONG
+    assert rows[32].detail == "left 6 elements unwritten in out (of 200; the first at out[31])"
+    assert {b for b, r in rows.items() if r.status == PASSED} == {16, 64, 128}
+    assert np.isnan(out).all()
+
+
+def test_without_a_reference_a_variant_with_wrong_values_raises_at_the_kernels_line():
+    """The default (BLOCK=128) is right and BLOCK=32 adds 1: nothing says which is right, so
+    the launch does not choose; with on_disagreement="default" BLOCK=32 is rejected."""
+    x, out = arrays(100)
+    fresh = ph.kernel(scale_bug32.__wrapped__)  # no reference function
+    with pytest.raises(ph.PhobosError) as caught:
+        fresh.autotune(x, out, 2.0, grid=cdiv_grid, options=FAST)
+    error = caught.value
+    line = inspect.getsourcelines(scale_bug32.__wrapped__)[1] + 2  # below the two decorators
+    assert (error.span.file, error.span.line) == (__file__, line)
+    lines = str(error).splitlines()
+    assert lines[0] == (
+        f"{__file__}:{line}:1: error: the variants of scale_bug32 disagree, and it has no "
+        "reference function to say which is right (N=100, cpu-interpreter)"
+    )
+    assert lines[1].strip().startswith("def scale_bug32(") and set(lines[2].strip()) == {"^"}
+    assert lines[3:6] == [
+        "  group 1: BLOCK=128, BLOCK=16, BLOCK=64",
+        "  group 2: BLOCK=32",
+        "  group 2 against group 1: largest difference 1 at out[13] (group 2 has 4.50847, group "
+        "1 has 3.50847); 100 of 100 elements differ",
+    ]
+    assert lines[6].startswith("help: add a reference function (@kernel.reference; here ")
+    assert 'Options(on_disagreement="default")' in lines[6]
+    report = fresh.tuning_report()
+    assert report.choice == {} and {v.group for v in report.variants} == {1, 2}
+    assert all(v.status == DISAGREED for v in report.variants)
+    assert np.isnan(out).all()
+    trusting = Options(**{**FAST.__dict__, "on_disagreement": "default"})
+    choice = fresh.autotune(x, out, 2.0, grid=cdiv_grid, options=trusting)
+    rows = by_block(fresh.tuning_report())
+    assert choice["BLOCK"] != 32 and rows[32].status == WRONG
+    assert rows[32].detail.startswith("group 2: largest error 1 at out[13]")
+
+
+def test_every_variant_leaving_elements_unwritten_is_no_variant_passed():
+    x, out = arrays(100)
+    fresh = ph.kernel(scale.__wrapped__)
+    with pytest.raises(NoVariantPassed) as caught:
+        fresh.autotune(x, out, 2.0, grid=lambda meta: (1,), options=FAST)
+    text = str(caught.value)
+    for block in (16, 20, 25, 30):
+        assert (
+            f"left {100 - block} elements unwritten in out (of 100; the first at out[{block}])"
+            in text
+        )
+    assert "needs a reference function (@kernel.reference) that leaves the same elements" in text
+    assert np.isnan(out).all()
+
+
+def test_a_gpu_launch_uses_the_choice_kernel_autotune_made_in_this_process(monkeypatch):
+    """A launch that would tune takes a key this process tuned already (with its own options,
+    such as on_disagreement="default") rather than tuning again."""
+    from phobos.lang import gpu
+
+    x, out = arrays(100)
+    fresh = ph.kernel(scale_bug32.__wrapped__)
+    trusting = Options(**{**FAST.__dict__, "on_disagreement": "default"})
+    choice = fresh.autotune(x, out, 2.0, grid=cdiv_grid, options=trusting)
+
+    def no_tuning(*args, **kwargs):
+        raise AssertionError("tuned again")
+
+    monkeypatch.setattr(tuning, "tune", no_tuning)
+    monkeypatch.setattr(tuning, "_chip", lambda args: tuning.HOST_ARCH)
+    monkeypatch.setattr(gpu, "device_of", lambda args: 0)
+    assert tuning.choose_variant(fresh, cdiv_grid, [x, out, 2.0], {}, "device") == choice
 
 
 def test_compile_errors_and_the_size_rule_are_reported():

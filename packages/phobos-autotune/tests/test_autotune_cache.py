@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from phobos.autotune import NAMESPACE, Options, cached_report, tune
+from phobos.autotune import NAMESPACE, Options, VariantsDisagree, cached_report, tune
 from phobos.cache import Cache
 
 
@@ -38,6 +38,23 @@ def test_retune_searches_again(fake, tmp_path):
     options = Options(**{**fake.FAST.__dict__, "retune": True})
     assert not tune(fake.scale_problem({16: twice}, ran=ran), options, cache).from_cache
     assert ran
+
+
+def test_a_choice_over_disagreeing_variants_serves_only_on_disagreement_default(fake, tmp_path):
+    cache = Cache(tmp_path / "c")
+
+    def off_by_one(x, out):
+        out[:] = 2 * x + 1
+
+    def problem():
+        return fake.scale_problem({16: twice, 32: off_by_one})
+
+    trusting = Options(**{**fake.FAST.__dict__, "on_disagreement": "default"})
+    first = tune(problem(), trusting, cache)
+    assert first.choice == {"B": 16} and first.groups == 2
+    assert tune(problem(), trusting, cache).from_cache
+    with pytest.raises(VariantsDisagree):
+        tune(problem(), fake.FAST, cache)  # searches again rather than read it silently
 
 
 def test_one_summary_line_when_stderr_is_not_a_terminal(fake, capsys):

@@ -1,4 +1,4 @@
-"""Comparing outputs: tolerances per dtype, NaN and infinities, integers exactly, poison values."""
+"""Comparing outputs: tolerances per dtype, NaN and infinities, integers exactly; the poison."""
 
 from __future__ import annotations
 
@@ -7,7 +7,13 @@ import math
 import numpy as np
 import pytest
 
-from phobos.autotune import DEFAULT_TOLERANCES, Tolerance, ops_for, poison_value, tolerance_for
+from phobos.autotune import (
+    DEFAULT_TOLERANCES,
+    Tolerance,
+    ops_for,
+    poison_patterns,
+    tolerance_for,
+)
 
 
 def mismatch(got, expected, tolerance=None):
@@ -65,14 +71,51 @@ def test_half_precision_tolerance_is_looser():
     assert DEFAULT_TOLERANCES["f16"].rtol == 1e-2
 
 
-def test_poison_values():
-    assert math.isnan(poison_value("f32"))
-    assert poison_value("u8") == 0xA5
-    assert poison_value("i32") == int.from_bytes(b"\xa5" * 4, "little", signed=True)
-    assert poison_value("bool") is None
-    out = np.zeros(4, dtype=np.int16)
-    ops_for(out).poison(out)
+def test_poison_patterns_are_two_per_dtype_and_floats_are_unusual_nans():
+    assert poison_patterns("u8") == (-0x5B, 0x5A)  # the bytes 0xA5, then 0x5A, as int8
+    assert poison_patterns("i32") == (
+        int.from_bytes(b"\xa5" * 4, "little", signed=True),
+        int.from_bytes(b"\x5a" * 4, "little", signed=True),
+    )
+    assert poison_patterns("bool") == (0, 1)
+    assert poison_patterns("c64") is None
+    f32 = [np.array(p, dtype=np.int32).view(np.float32) for p in poison_patterns("f32")]
+    assert all(np.isnan(f) for f in f32)
+    with np.errstate(invalid="ignore"):
+        computed = [
+            np.float32(np.nan),
+            np.float32(np.inf) - np.float32(np.inf),
+            -np.float32(np.nan),
+        ]
+    bits = {int(np.array(c).view(np.uint32)) for c in computed} | {0x7FFFFFFF}  # CUDA's NaN
+    assert not bits & {int(np.array(f).view(np.uint32)) for f in f32}
+    for dtype, numpy_dtype in [("f16", np.float16), ("f64", np.float64)]:
+        width = np.dtype(numpy_dtype).itemsize * 8
+        for pattern in poison_patterns(dtype):
+            assert np.isnan(np.array(pattern, dtype=f"int{width}").view(numpy_dtype))
+
+
+def test_poison_is_written_and_found_bit_for_bit():
+    out = np.zeros((2, 3), dtype=np.int16)
+    ops = ops_for(out)
+    ops.poison(out)
     assert (out.view(np.uint16) == 0xA5A5).all()
+    ops.poison(out, 1)
+    assert (out.view(np.uint16) == 0x5A5A).all()
+    floats = np.zeros((4, 5), dtype=np.float32)[:, ::2]  # not contiguous
+    ops = ops_for(floats)
+    ops.poison(floats)
+    assert np.isnan(floats).all()
+    floats[1, 2] = np.nan  # a NaN written by the kernel is not the poison
+    mask = ops.holds_poison(floats)
+    assert ops.count(mask) == floats.size - 1 and not mask[1, 2]
+    floats[0, 0] = 1.0
+    assert ops.first_index(~ops.holds_poison(floats), floats.shape) == (0, 0)
+    flags = np.ones(3, dtype=bool)
+    ops_for(flags).poison(flags)
+    assert not flags.any()
+    ops_for(flags).poison(flags, 1)
+    assert flags.all()
 
 
 def test_scalars_have_no_array_operations():

@@ -25,6 +25,15 @@ def test_torch_operations_snapshot_poison_restore_and_compare():
     ints = torch.zeros(3, dtype=torch.int32)
     ops_for(ints).poison(ints)
     assert (ints == int.from_bytes(b"\xa5" * 4, "little", signed=True)).all()
+    halves = torch.zeros(4, 6, dtype=torch.bfloat16)[:, ::2]  # not contiguous
+    ops = ops_for(halves)
+    ops.poison(halves, 1)
+    assert torch.isnan(halves).all() and ops.count(ops.holds_poison(halves, 1)) == 12
+    halves[2, 1] = 3.0
+    assert ops.first_index(~ops.holds_poison(halves, 1), tuple(halves.shape)) == (2, 1)
+    flags = torch.ones(5, dtype=torch.bool)
+    ops_for(flags).poison(flags)
+    assert not flags.any() and ops_for(flags).count(ops_for(flags).holds_poison(flags)) == 5
 
 
 class FakeCuda:

@@ -51,3 +51,19 @@ def located_launch_error(kernel: Any, error: Exception, site: Span) -> PhobosErr
     if param in declared:
         notes = (Note(declared[param], f"'{param}' is declared here"),)
     return PhobosError(Diagnostic("error", str(error), site, None, notes))
+
+
+class DisagreeingVariants(PhobosError):
+    """Tuning without a reference function found variants that disagree: the error names the
+    kernel's definition, lists the groups of agreeing variants and how far apart they are,
+    and says what to do.  ``report`` is the tuning report (also ``kernel.tuning_report()``)."""
+
+    def __init__(self, diagnostic: Diagnostic, lines: list[str], advice: str, report: Any) -> None:
+        self.lines = list(lines)
+        self.advice = advice
+        self.report = report
+        super().__init__(diagnostic)
+
+    def render(self) -> str:
+        listed = [f"  {line}" for line in self.lines]
+        return "\n".join([super().render(), *listed, f"help: {self.advice}"])

@@ -102,9 +102,18 @@ def choose_variant(
     signature = launch_signature(args, fixed)
     choice = state.by_launch.get(signature)
     if choice is None:
-        budget = os.environ.get(BUDGET_ENV)
-        options = _options(budget_s=float(budget)) if budget else None
-        choice = state.by_launch[signature] = tune(kernel, grid, args, fixed, "device", options)
+        # A key this process tuned already (kernel.autotune, with its own options) is used as
+        # it is, as on the host.
+        found = (
+            state.by_key.get(launch_key(kernel, args, fixed, _chip(args))) if state.by_key else None
+        )
+        if found is not None:
+            choice = dict(found.choice)
+        else:
+            budget = os.environ.get(BUDGET_ENV)
+            options = _options(budget_s=float(budget)) if budget else None
+            choice = tune(kernel, grid, args, fixed, "device", options)
+        state.by_launch[signature] = choice
     return choice
 
 
@@ -116,8 +125,13 @@ def tune(
     where: str,
     options: Options | None = None,
 ) -> dict[str, int]:
-    """Tune the launch's key (or read it from the cache) and return the choice."""
-    from phobos.autotune import cached_report
+    """Tune the launch's key (or read it from the cache) and return the choice.
+
+    Without a reference function, variants that disagree raise a ``PhobosError`` at the
+    kernel's definition (``DisagreeingVariants``), unless ``options.on_disagreement`` is
+    "default"; ``kernel.tuning_report()`` then shows the groups.
+    """
+    from phobos.autotune import VariantsDisagree, cached_report, usable
     from phobos.autotune import tune as search_or_load
 
     kernel.values_for(fixed)  # unknown keywords are refused before anything runs
@@ -126,13 +140,40 @@ def tune(
     arch = _arch(args) if where == "device" else HOST_ARCH
     key = launch_key(kernel, args, fixed, _chip(args) if where == "device" else HOST_ARCH)
     report = None if options.retune else cached_report(key)
+    if report is not None and not usable(report, options):
+        report = None
+    state = state_of(kernel)
     if report is None:
         build = _device_problem if where == "device" else _host_problem
-        report = search_or_load(build(kernel, grid, args, fixed, key, arch), options)
-    state = state_of(kernel)
+        try:
+            report = search_or_load(build(kernel, grid, args, fixed, key, arch), options)
+        except VariantsDisagree as exc:
+            state.last = exc.report
+            raise disagreeing_variants(kernel, exc) from None
     state.by_key[key] = state.last = report
     kernel.last_tuned = None  # the next launch takes this choice, not the last one's variant
     return dict(report.choice)
+
+
+def disagreeing_variants(kernel: Kernel, exc: Any) -> Any:
+    """The ``PhobosError`` for ``VariantsDisagree``, at the kernel's definition."""
+    from phobos.compile.diagnostics import Diagnostic
+    from phobos.lang.errors import DisagreeingVariants
+
+    name = kernel.name
+    span = kernel.program.module.kernel(name).span
+    where = f" ({exc.report.describe})" if exc.report.describe else ""
+    message = (
+        f"the variants of {name} disagree, and it has no reference function to say which is "
+        f"right{where}"
+    )
+    advice = (
+        f"add a reference function (@kernel.reference; here @{name}.reference) that writes the "
+        f"outputs every variant must match, or call {name}.autotune(..., "
+        'options=Options(on_disagreement="default")) to take the default variant\'s group '
+        f"(group 1) as right; {name}.tuning_report() shows every variant"
+    )
+    return DisagreeingVariants(Diagnostic("error", message, span), exc.lines(), advice, exc.report)
 
 
 def launch_key(kernel: Kernel, args: Sequence[Any], fixed: Mapping[str, int], chip: str) -> str:

@@ -6,12 +6,21 @@ compile and load each, the arguments, a timer) and calls ``tune``.  Phobos kerne
 are adapted by ``phobos.lang.tuning``; see docs/autotuning.md.
 """
 
-from phobos.autotune.arrays import ArrayOps, dtype_name, ops_for, poison_value
+from phobos.autotune.arrays import ArrayOps, dtype_name, ops_for, poison_patterns
 from phobos.autotune.compare import Mismatch
 from phobos.autotune.key import default_shape, next_power_of_two, tuning_key
-from phobos.autotune.problem import Candidate, NoVariantPassed, Options, Problem, Unfit
+from phobos.autotune.problem import (
+    ON_DISAGREEMENT,
+    Candidate,
+    NoVariantPassed,
+    Options,
+    Problem,
+    Unfit,
+    VariantsDisagree,
+)
 from phobos.autotune.report import (
     COMPILE_ERROR,
+    DISAGREED,
     FAULTED,
     PASSED,
     PRUNED,
@@ -23,13 +32,15 @@ from phobos.autotune.search import search
 from phobos.autotune.space import oversized
 from phobos.autotune.timing import CpuTimer, DeviceTimer, Timer
 from phobos.autotune.tolerance import DEFAULT_TOLERANCES, Tolerance, tolerance_for
-from phobos.autotune.tuner import NAMESPACE, cached_report, tune
+from phobos.autotune.tuner import NAMESPACE, cached_report, tune, usable
 
 __all__ = [
     "COMPILE_ERROR",
     "DEFAULT_TOLERANCES",
+    "DISAGREED",
     "FAULTED",
     "NAMESPACE",
+    "ON_DISAGREEMENT",
     "PASSED",
     "PRUNED",
     "WRONG",
@@ -46,15 +57,17 @@ __all__ = [
     "Tolerance",
     "Unfit",
     "VariantResult",
+    "VariantsDisagree",
     "cached_report",
     "default_shape",
     "dtype_name",
     "next_power_of_two",
     "ops_for",
     "oversized",
-    "poison_value",
+    "poison_patterns",
     "search",
     "tolerance_for",
     "tune",
     "tuning_key",
+    "usable",
 ]

@@ -36,6 +36,15 @@ class Mismatch:
             text += f", {self.nan_where_finite} NaN where the reference has a number"
         return text
 
+    def describe_between(self, name: str, this: str, other: str) -> str:
+        """The mismatch of ``this`` (got) against ``other`` (expected), neither of them the
+        reference: ``largest difference 0.5 at out[3] (group 2 has 1, group 1 has 0.5); …``."""
+        where = f"{name}[{', '.join(map(str, self.index))}]"
+        return (
+            f"largest difference {self.error:.3g} at {where} ({this} has {self.got:.6g}, "
+            f"{other} has {self.expected:.6g}); {self.bad} of {self.size} elements differ"
+        )
+
 
 def compare(
     ops: Any, got: Any, expected: Any, shape: tuple[int, ...], tolerance: Tolerance
@@ -60,7 +69,7 @@ def compare(
     # The worst element: any non-finite disagreement first, else the largest error.
     score = ops.where(off & ~finite, float("inf"), ops.where(off, error, -1.0))
     flat = int(score.argmax())
-    index = _unravel(flat, shape)
+    index = unravel(flat, shape)
     got_value = float(g.reshape(-1)[flat])
     expected_value = float(e.reshape(-1)[flat])
     worst = float(error.reshape(-1)[flat]) if finite.reshape(-1)[flat] else float("inf")
@@ -75,7 +84,7 @@ def compare(
     )
 
 
-def _unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+def unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
     index = []
     for extent in reversed(shape):
         index.append(flat % extent)

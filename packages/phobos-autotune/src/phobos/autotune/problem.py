@@ -25,11 +25,52 @@ class Unfit(Exception):
 
 
 class NoVariantPassed(RuntimeError):
-    """Every variant was pruned, failed to compile, faulted or disagreed with the reference."""
+    """Every variant was pruned, failed to compile, faulted, left elements unwritten or
+    disagreed with the reference."""
 
     def __init__(self, message: str, report: Any) -> None:
         super().__init__(message)
         self.report = report
+
+
+class VariantsDisagree(RuntimeError):
+    """No reference function, and the variants that ran fall into several groups that disagree.
+
+    ``groups``: the values of each group's variants (group 1 first: it holds the default
+    variant when that one ran); ``differences``: one line per later group, its largest
+    difference from group 1.  ``lines()`` is both, as the message shows them.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        report: Any,
+        groups: Sequence[Sequence[Mapping[str, int]]],
+        differences: Sequence[str],
+    ) -> None:
+        super().__init__(message)
+        self.report = report
+        self.groups = [[dict(v) for v in group] for group in groups]
+        self.differences = list(differences)
+
+    def lines(self) -> list[str]:
+        """``group 1: BLOCK=2048 ROWS=4, BLOCK=2048 ROWS=16``, … then the differences."""
+        return group_lines(self.groups, self.differences)
+
+
+def group_lines(
+    groups: Sequence[Sequence[Mapping[str, int]]], differences: Sequence[str]
+) -> list[str]:
+    """One line per group (its variants' values), then the differences."""
+    listed = [
+        f"group {number}: " + ", ".join(_spaced(values) for values in group)
+        for number, group in enumerate(groups, 1)
+    ]
+    return listed + list(differences)
+
+
+def _spaced(values: Mapping[str, int]) -> str:
+    return " ".join(f"{k}={v}" for k, v in values.items()) or "the only variant"
 
 
 @dataclass(frozen=True)
@@ -76,6 +117,10 @@ class Options:
     count, at most 32).  ``progress``: None shows a bar when stderr is a terminal and
     tqdm or rich is importable, else one summary line; False shows nothing.
     ``retune``: search again even when the cache holds a result for the key.
+    ``on_disagreement``: what a search without a reference function does when the
+    variants that ran disagree (fall into several groups): "raise" (the default) raises
+    ``VariantsDisagree``; "default" takes the default variant's group as right and
+    rejects the others as wrong (the default variant's output is the reference).
     """
 
     budget_s: float = 0.5
@@ -86,3 +131,14 @@ class Options:
     tolerances: Mapping[str, Tolerance] = field(default_factory=lambda: dict(DEFAULT_TOLERANCES))
     progress: bool | None = None
     retune: bool = False
+    on_disagreement: str = "raise"
+
+    def __post_init__(self) -> None:
+        if self.on_disagreement not in ON_DISAGREEMENT:
+            choices = " or ".join(repr(c) for c in ON_DISAGREEMENT)
+            raise ValueError(
+                f"Options(on_disagreement=...) is {choices}, got {self.on_disagreement!r}"
+            )
+
+
+ON_DISAGREEMENT = ("raise", "default")

@@ -10,11 +10,12 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 PASSED = "passed"
-WRONG = "wrong"  # ran, but disagreed with the reference
+WRONG = "wrong"  # ran, but left elements unwritten or disagreed with the reference
+DISAGREED = "disagreed"  # ran, but no reference function, and the variants fell into groups
 FAULTED = "faulted"  # raised while running
 COMPILE_ERROR = "compile error"
 PRUNED = "pruned"
-STATUSES = (PASSED, WRONG, FAULTED, COMPILE_ERROR, PRUNED)
+STATUSES = (PASSED, WRONG, DISAGREED, FAULTED, COMPILE_ERROR, PRUNED)
 
 
 @dataclass
@@ -24,6 +25,7 @@ class VariantResult:
     detail: str = ""
     time_ms: float | None = None
     chosen: bool = False
+    group: int | None = None  # without a reference function: its group of agreeing variants
 
 
 @dataclass
@@ -38,6 +40,7 @@ class Report:
     variants: list[VariantResult]
     choice: dict[str, int]
     seconds: float
+    groups: int = 0  # without a reference function: how many groups the variants fell into
     from_cache: bool = False
     counts: dict[str, int] = field(default_factory=dict)
 
@@ -50,7 +53,7 @@ class Report:
         return (
             0
             if self.from_cache
-            else self.counts[PASSED] + self.counts[WRONG] + self.counts[FAULTED]
+            else sum(self.counts[s] for s in (PASSED, WRONG, DISAGREED, FAULTED))
         )
 
     def summary(self) -> str:
@@ -59,17 +62,20 @@ class Report:
         chosen = next((v for v in self.variants if v.chosen), None)
         time_text = f" ({chosen.time_ms:.4g} ms)" if chosen and chosen.time_ms is not None else ""
         origin = "from the cache" if self.from_cache else f"in {self.seconds:.2f} s"
+        choice = _values_text(self.choice) if chosen or self.choice else "none"
         return (
             f"phobos autotune {self.kernel} [{self.describe}]: {len(self.variants)} variants, "
-            f"{', '.join(parts)}; chose {_values_text(self.choice)}{time_text} {origin}"
+            f"{', '.join(parts)}; chose {choice}{time_text} {origin}"
         )
 
     def __str__(self) -> str:
-        names = list(self.choice) or sorted({n for v in self.variants for n in v.values})
-        header = [*names, "status", "time (ms)", "detail"]
+        names = list(self.choice) or list(dict.fromkeys(n for v in self.variants for n in v.values))
+        grouped = any(v.group is not None for v in self.variants)
+        header = [*names, *(["group"] if grouped else []), "status", "time (ms)", "detail"]
         rows = [
             [
                 *(str(v.values.get(n, "")) for n in names),
+                *([str(v.group or "-")] if grouped else []),
                 v.status,
                 "-" if v.time_ms is None else f"{v.time_ms:.4g}",
                 v.detail,

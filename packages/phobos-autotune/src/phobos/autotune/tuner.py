@@ -2,7 +2,10 @@
 
 Results are stored as ``phobos.cache`` records in the namespace ``autotune``, under
 the problem's key: the choice and the whole report.  Another process with the same
-key reads the choice and runs no variant.
+key reads the choice and runs no variant.  A result whose variants disagreed (no
+reference function, several groups) and that ``Options(on_disagreement="default")``
+decided serves only searches that ask for the same; any other searches again (and
+raises ``VariantsDisagree``).
 """
 
 from __future__ import annotations
@@ -27,6 +30,12 @@ def cached_report(key: str, cache: Any = None) -> Report | None:
         return None
 
 
+def usable(report: Report, options: Options) -> bool:
+    """Whether a stored report may answer a search with ``options``: one decided by
+    ``on_disagreement="default"`` over disagreeing variants only if it asks for the same."""
+    return report.groups <= 1 or options.on_disagreement == "default"
+
+
 def tune(problem: Problem, options: Options | None = None, cache: Any = None) -> Report:
     """The report for ``problem.key``: from the cache unless ``options.retune``, else searched
     now and stored.  ``cache`` is a ``phobos.cache.Cache`` (default: the user's cache)."""
@@ -34,7 +43,7 @@ def tune(problem: Problem, options: Options | None = None, cache: Any = None) ->
     store = _cache(cache)
     if not options.retune:
         found = cached_report(problem.key, store)
-        if found is not None:
+        if found is not None and usable(found, options):
             problem.timer.close()
             return found
     report = search(problem, options)
