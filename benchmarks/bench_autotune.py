@@ -11,7 +11,7 @@ the matmul tutorial exists):
 * the chosen variant's time against the fastest variant timed alone (each BLOCK
   fixed by keyword, timed with ``do_bench``): the ratio should be at most 1.05;
 * compiling the space on 1 thread against the tuner's thread pool (NVRTC and
-  nvJitLink release the GIL).
+  NVRTC releases the GIL).
 
 ``main() -> dict``; run on a GPU: ``PYTHONPATH=... python benchmarks/bench_autotune.py``.
 """

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 import phobos.compile
-from phobos.compile.codegen import Specialization, TensorSpecialization
 from phobos.compile.contract import Contract
 from phobos.compile.diagnostics import PhobosError
 from phobos.compile.ir import nodes as ir
@@ -21,6 +20,7 @@ from phobos.compile.pipeline import (
     parse_file,
     variant_values,
 )
+from phobos.compile.specialization import Specialization, TensorSpecialization
 from phobos.compile.syntax import parse
 
 SAXPY = Path(__file__).resolve().parents[3] / "examples" / "saxpy_fp32.ph"

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from phobos.compile.codegen import Specialization, TensorSpecialization
+from phobos.compile.specialization import Specialization, TensorSpecialization
 from phobos.launch import load_kernel, needs_index64, shared_driver, specialization_of
 
 if TYPE_CHECKING:

@@ -1,7 +1,7 @@
 """The search: compile every variant in parallel, check each against the reference, time those
 that pass, choose the fastest.
 
-Compiling is the slow part and runs on threads (NVRTC and nvJitLink release the
+Compiling is the slow part and runs on threads (NVRTC releases the
 GIL); loading, running and timing happen in the calling thread, one variant at a
 time, on the caller's own arguments, which are restored afterwards.
 """

@@ -31,7 +31,7 @@ def kernel_record(
     ``program`` is the whole Phobos text compiled (not only the kernel: it may call helpers);
     ``values`` the variant's compile-time values; ``specialisation`` what the code assumes of
     its arguments (alignment, unit strides, index width); ``compiler`` the Phobos compiler and
-    its version; ``toolchain`` the versions of NVRTC, nvJitLink, PTX ISA and the like;
+    its version; ``toolchain`` the versions of NVRTC, the PTX ISA and the like;
     ``arch`` the target (``"sm_90a"``); ``options`` the compiler options that change code."""
     return {
         "program": program,

@@ -1,4 +1,4 @@
-"""The Phobos compiler: ``.ph`` text → checked tile IR → CUDA C++ → PTX and cubin + launch contract.
+"""The Phobos compiler: ``.ph`` text → checked tile IR → GPU IR → CUDA C++ → cubin + launch contract.
 
 The names below are the package's public API.  They are imported on first use, so
 ``import phobos.compile.span`` (say, from the front end) does not load the whole
@@ -17,7 +17,7 @@ _EXPORTS = {
     "lower": "phobos.compile.check",
     "tune_space": "phobos.compile.check",
     "format_kernel": "phobos.compile.ir",
-    "generate": "phobos.compile.codegen",
+    "generate": "phobos.compile.gpu",
     "CompiledKernel": "phobos.compile.pipeline",
     "compile_file": "phobos.compile.pipeline",
     "compile_kernel": "phobos.compile.pipeline",
@@ -30,8 +30,8 @@ _EXPORTS = {
     "PhobosError": "phobos.compile.diagnostics",
     "Span": "phobos.compile.span",
     "SpanMap": "phobos.compile.span",
-    "Specialization": "phobos.compile.codegen",
-    "TensorSpecialization": "phobos.compile.codegen",
+    "Specialization": "phobos.compile.specialization",
+    "TensorSpecialization": "phobos.compile.specialization",
     "Build": "phobos.compile.toolchain",
     "Resources": "phobos.compile.toolchain",
     "compile_cuda": "phobos.compile.toolchain",

@@ -20,9 +20,9 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from phobos.compile.codegen import Specialization
 from phobos.compile.contract import Contract
 from phobos.compile.pipeline import compile_kernel, default_specialization
+from phobos.compile.specialization import Specialization
 from phobos.compile.syntax import ast, format_module
 
 if TYPE_CHECKING:

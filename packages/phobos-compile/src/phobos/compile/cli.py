@@ -1,7 +1,7 @@
 """``phobos-compile``: compile a ``.ph`` file to PTX, a cubin and a launch contract.
 
     phobos-compile saxpy.ph --arch sm_90 -o build/          # build/saxpy.{ptx,cubin,contract.json}
-    phobos-compile saxpy.ph --arch sm_90 -D BLOCK=256 --emit cuda
+    phobos-compile saxpy.ph --arch sm_90 -D BLOCK=256 --emit cuda     # or phobos, ir, gpuir, ptx
 
 Errors in the program print like a compiler's (file:line:col, the line, a caret)
 and exit with status 1; set PHOBOS_DEBUG=1 to see the traceback as well.
@@ -20,7 +20,7 @@ from phobos.compile.diagnostics import PhobosError
 from phobos.compile.toolchain import ToolchainError, ToolchainMissingError
 from phobos.compile.toolchain.arch import virtual_arch
 
-STAGES = ("phobos", "ir", "cuda", "ptx")
+STAGES = ("phobos", "ir", "gpuir", "cuda", "ptx")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -106,6 +106,7 @@ def _run(options: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
     # Imported here so that `phobos-compile --help` answers at once.
     from phobos.compile import pipeline
     from phobos.compile.check import lower
+    from phobos.compile.gpu.printer import format_kernel as format_gpu_kernel
     from phobos.compile.ir import format_kernel
     from phobos.compile.races import check_races
     from phobos.compile.syntax import format_module
@@ -132,11 +133,13 @@ def _run(options: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
             _emit(format_kernel(lowered))
             continue
         spec = pipeline.default_specialization(module, name, options.index_width)
-        if options.emit == "cuda":
+        if options.emit in ("gpuir", "cuda"):
             _, generated = pipeline.generate_kernel(
                 module, name, values, arch=options.arch, spec=spec
             )
-            _emit(generated.source)
+            _emit(
+                format_gpu_kernel(generated.gpu_ir) if options.emit == "gpuir" else generated.source
+            )
             continue
         ptx, cubin, contract = _compile(options, module, name, values, spec, store)
         if options.emit == "ptx":

@@ -1,9 +1,10 @@
 """The compile pipeline, one stage after another.
 
 A parsed module → the checker lowers one variant of one kernel to tile IR → the
-code generator writes CUDA C++ and the launch contract → NVRTC and nvJitLink
-turn that into PTX and a cubin.  Each stage is a function here, so a tool can
-stop after any of them (``phobos-compile --emit``).
+GPU back end lowers it to GPU IR, runs its passes and prints CUDA C++ with the
+launch contract → NVRTC compiles that to a cubin (and PTX) for the card.  Each
+stage is a function here, so a tool can stop after any of them
+(``phobos-compile --emit``).
 """
 
 from __future__ import annotations
@@ -14,16 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from phobos.compile.check import NUM_THREADS, TuneSpace, lower, tune_space
-from phobos.compile.codegen import (
-    RUNTIME_DIR,
-    GeneratedKernel,
-    Specialization,
-    TensorSpecialization,
-    generate,
-)
 from phobos.compile.contract import Contract
 from phobos.compile.diagnostics import error
+from phobos.compile.gpu import RUNTIME_DIR, GeneratedKernel, generate
+from phobos.compile.gpu import ir as gpu_ir
 from phobos.compile.ir import nodes as ir
+from phobos.compile.specialization import Specialization, TensorSpecialization
 from phobos.compile.syntax import ast, parse
 from phobos.compile.toolchain import Resources, compile_cuda
 
@@ -41,6 +38,7 @@ class CompiledKernel:
     contract: Contract
     cuda_source: str
     ir: ir.Kernel
+    gpu_ir: gpu_ir.Kernel
     resources: Resources | None  # ptxas' report, when compiled with verbose
 
 
@@ -97,7 +95,7 @@ def generate_kernel(
     arch: str,
     spec: Specialization | None = None,
 ) -> tuple[ir.Kernel, GeneratedKernel]:
-    """Check and lower one variant, then write its CUDA C++ and launch contract."""
+    """Check and lower one variant, then run the back end's passes and print its CUDA C++."""
     ir_kernel = lower(module, kernel, values)
     spec = spec if spec is not None else default_specialization(module, kernel)
     return ir_kernel, generate(ir_kernel, spec, arch)
@@ -127,6 +125,7 @@ def compile_kernel(
         contract=generated.contract,
         cuda_source=generated.source,
         ir=ir_kernel,
+        gpu_ir=generated.gpu_ir,
         resources=build.resources,
     )
 

@@ -28,14 +28,14 @@ results agree to rounding, not bit for bit.
 
 from __future__ import annotations
 
-import math
+import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from phobos.compile.gpu import ir
-from phobos.compile.gpu.layouts import WARP, Layout, SharedLayout
+from phobos.compile.gpu.layouts import WARP, Layout
 from phobos.compile.interp import elementwise
 from phobos.compile.interp.dtypes import (
     array_dtype,
@@ -279,10 +279,8 @@ class Executor:
                         self.smem = _SharedMemory(max(self.kernel.shared_bytes, 0), self.threads)
                         self._own_buffers: dict[ir.Value, _Buffer] = {}
                         env: dict[ir.Value, object] = {}
-                        try:
+                        with contextlib.suppress(_Return):
                             self.block(self.kernel.body, env)
-                        except _Return:
-                            pass
 
     # ------------------------------------------------------------------ blocks and ops
 
@@ -423,12 +421,8 @@ class Executor:
                 expected = expected.collapsed(axis)
             if x.layout != expected.with_shape(source):
                 raise ExecutionError("broadcast from a layout that is not the result's collapsed")
-            index = np.arange(t.layout.num_registers)
-            for axis in axes:
-                index = np.array(
-                    [_collapse_register(t.layout, axes, r) for r in range(t.layout.num_registers)]
-                )
-                break
+            registers = range(t.layout.num_registers)
+            index = np.array([_collapse_register(t.layout, axes, r) for r in registers])
             return Regs(x.values[:, index], t.layout)
         return self.like(np.broadcast_to(self.dense(x, op.operands[0].type), t.shape).copy(), t)
 
@@ -454,6 +448,9 @@ class Executor:
 
     def _Reduce(self, op: ir.Reduce, args, env):
         dense = self.dense(args[0], op.operands[0].type)
+        if op.masked:
+            present = self.dense(args[1], op.operands[1].type)
+            dense = np.where(present, dense, _identity(op.op, op.operands[0].dtype))
         reduced = _reduce(op.op, dense, op.axis, op.operands[0].dtype, op.result.dtype)
         if op.result.is_uniform:
             return reduced[()] if isinstance(reduced, np.ndarray) else reduced
@@ -464,8 +461,10 @@ class Executor:
         source, target = op.operands[0].tile.layout, op.result.tile.layout
         assert source is not None and target is not None
         valid = source.valid()
-        registers, _, _ = source.axis_bits(op.axis)
+        _registers, _, _ = source.axis_bits(op.axis)
         identity = _identity(op.op, op.operands[0].dtype)
+        if op.masked:
+            valid = valid & self.values(args[1]).astype(bool)
         values = np.where(valid, x.values, identity)
         out = np.empty((self.threads, target.num_registers), values.dtype)
         groups: dict[int, list[int]] = {}
@@ -813,13 +812,10 @@ class Executor:
     def _DotShared(self, op: ir.DotShared, args, env):
         a_buf, b_buf, acc = args
         (m, k), n = op.operands[0].type.shape, op.result.tile.shape[1]  # type: ignore[union-attr]
-        threads = np.zeros(m * k, np.int64)
         a_rows, a_cols = np.indices((m, k))
         b_rows, b_cols = np.indices((k, n))
         a_off = self._element_bytes(a_buf, a_rows, a_cols, 0)
         b_off = self._element_bytes(b_buf, b_rows, b_cols, 0)
-        everyone = -3  # every thread reads: checked against the last writers below
-        del threads, everyone
         a_raw = self._shared_read_all(a_off)
         b_raw = self._shared_read_all(b_off)
         a = _from_bytes(a_raw, a_buf.type.dtype)
@@ -1124,5 +1120,3 @@ def _atomic_cas(old, value, compare):
 
 
 _ATOMIC = {"add": _atomic_add, "max": _atomic_max, "xchg": _atomic_xchg, "cas": _atomic_cas}
-
-_ = (math, SharedLayout)

@@ -320,21 +320,27 @@ class Permute(Op):
 
 @dataclass(eq=False, kw_only=True)
 class Reduce(Op):
-    """``op`` ("sum", "max", "min", "any") along ``axis``; expanded by ``passes/reductions.py``."""
+    """``op`` ("sum", "max", "min", "any") along ``axis``; expanded by ``passes/reductions.py``.
+
+    Operands: the tile, and with ``masked`` a bool tile of its shape: lanes where it is
+    false count as the identity (absent lanes), each as it is combined."""
 
     NAME = "reduce"
     op: str
     axis: int
+    masked: bool = False
 
 
 @dataclass(eq=False, kw_only=True)
 class ReduceRegisters(Op):
-    """Combine a thread's registers along ``axis`` (padding skipped): the axis keeps only
-    its lane and warp bits, renumbered."""
+    """Combine a thread's registers along ``axis`` (padding skipped, and with ``masked``
+    the registers whose mask, operand 1, is false): the axis keeps only its lane and warp
+    bits, renumbered."""
 
     NAME = "reduce_registers"
     op: str
     axis: int
+    masked: bool = False
 
 
 @dataclass(eq=False, kw_only=True)
@@ -368,6 +374,7 @@ class Load(Op):
     masked: bool = False
     vector: int = 1
     aligned: bool = False
+    reloaded: bool = False  # read again in each iteration of a loop (passes/sink_loads.py)
 
     @property
     def starts(self) -> list[Value]:
@@ -477,6 +484,8 @@ class SharedLoad(Op):
     NAME = "smem_load"
     via: str = "vector"
     transposed: bool = False
+    fragment: str | None = None  # "a" or "b": which mma.sync operand ``ldmatrix`` loads
+    warps: tuple[int, int] | None = None  # the mma.sync warp grid (down, across)
     vector: int = 1
 
 
@@ -549,6 +558,7 @@ class Wgmma(Op):
     columns, ``trans(t)`` staged as it lies) or "mn"."""
 
     NAME = "wgmma"
+    warpgroups: tuple[int, int] = (1, 1)  # (down the rows, across the columns)
     a_major: str = "k"
     b_major: str = "mn"
     a_stage: bool = False
@@ -668,6 +678,7 @@ class Kernel:
     span: Span = NO_SPAN
     min_ctas: int = 1  # CTAs an SM must hold: ``__launch_bounds__``' second number
     shared_bytes: int = 0  # the CTA's shared memory, set by allocation
+    shared_align: int = 16  # what its base is aligned to at run time (passes/allocation.py)
 
     @property
     def tensors(self) -> dict[str, tir.TensorParam]:
@@ -707,3 +718,14 @@ def replace_uses(block: Block, old: Value, new: Value) -> None:
 def definitions(kernel: Kernel) -> dict[Value, Op]:
     """The op that defines each op result."""
     return {v: op for op in kernel.walk() for v in op.results}
+
+
+def rematerialisable(v: Value, defs: dict[Value, Op]) -> bool:
+    """``v`` is made of coordinates, splats and uniforms alone: free to make again in any
+    layout, and holding it costs no registers worth counting."""
+    op = defs.get(v)
+    if isinstance(op, (Coord, Splat)):
+        return True
+    if isinstance(op, (*ELEMENTWISE, Broadcast, ExpandDims, Transpose)):
+        return all(not isinstance(o.type, Tile) or rematerialisable(o, defs) for o in op.operands)
+    return False

@@ -298,7 +298,11 @@ class Layout:
         become replication."""
         kinds = {"register": self.registers, "lane": self.lanes, "warp": self.warps}
         survivors = sorted(
-            b[axis] for kind, bases in kinds.items() if kind in keep for b in bases if _axis_of(b) == axis
+            b[axis]
+            for kind, bases in kinds.items()
+            if kind in keep
+            for b in bases
+            if _axis_of(b) == axis
         )
         rank = {value: 1 << i for i, value in enumerate(survivors)}
 
@@ -309,7 +313,9 @@ class Layout:
                 return None if kind == "register" else tuple(0 for _ in basis)
             return tuple(rank[v] if a == axis else v for a, v in enumerate(basis))
 
-        registers = tuple(r for r in (remap(b, "register") for b in self.registers) if r is not None)
+        registers = tuple(
+            r for r in (remap(b, "register") for b in self.registers) if r is not None
+        )
         lanes = tuple(remap(b, "lane") for b in self.lanes)
         warps = tuple(remap(b, "warp") for b in self.warps)
         shape = list(self.shape)
@@ -333,9 +339,15 @@ class Layout:
         rank = len(self.shape)
         warp_bits = [i for i, b in enumerate(self.warps) if _axis_of(b) == axis]
         registers = [*self.registers]
-        registers += [tuple((1 << j) if a == axis else 0 for a in range(rank)) for j in range(len(warp_bits))]
-        warps = tuple(tuple(0 for _ in b) if i in warp_bits else b for i, b in enumerate(self.warps))
-        return Layout(self.shape, tuple(registers), self.lanes, warps, self.repeat, self.repeat_axis)
+        registers += [
+            tuple((1 << j) if a == axis else 0 for a in range(rank)) for j in range(len(warp_bits))
+        ]
+        warps = tuple(
+            tuple(0 for _ in b) if i in warp_bits else b for i, b in enumerate(self.warps)
+        )
+        return Layout(
+            self.shape, tuple(registers), self.lanes, warps, self.repeat, self.repeat_axis
+        )
 
     # ------------------------------------------------------------------ queries for passes
 

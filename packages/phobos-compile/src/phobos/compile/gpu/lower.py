@@ -353,18 +353,14 @@ class _Lowerer:
     def reduce(self, e: tir.Reduce) -> Lowered:
         x = self.expr(e.operand)
         shape = e.operand.type.shape  # type: ignore[union-attr]
-        operand = x.value
+        operands = [x.value]
         needs_mask = depends_on(x.presence, e.axis)
         if needs_mask and not (x.zero_absent and e.op in _IDENTITY_ZERO):
             present = mask(self.b, x.presence, shape, {e.axis})
             assert present is not None
-            identity = self.b.splat(
-                self.b.constant(_identity(e.op, operand.dtype), operand.dtype), shape
-            )
-            operand = self.b.select(present, operand, identity)
-        value = self.b.value(
-            ir.Reduce(op=e.op, axis=e.axis, operands=[operand]), self.type_of(e.type)
-        )
+            operands.append(present)
+        op = ir.Reduce(op=e.op, axis=e.axis, masked=len(operands) > 1, operands=operands)
+        value = self.b.value(op, self.type_of(e.type))
         if value.is_uniform:
             return Lowered(value)
         return Lowered(value, self.reduced_presence(x.presence, shape, e.axis))

@@ -7,11 +7,13 @@ from phobos.compile.gpu.lower import lower_kernel
 from phobos.compile.gpu.passes.allocation import allocate_shared
 from phobos.compile.gpu.passes.assign_layouts import assign_layouts
 from phobos.compile.gpu.passes.barriers import insert_barriers
-from phobos.compile.gpu.passes.conversions import expand_conversions
-from phobos.compile.gpu.passes.reductions import expand_reductions
 from phobos.compile.gpu.passes.cleanup import eliminate_dead_code
+from phobos.compile.gpu.passes.conversions import expand_conversions
 from phobos.compile.gpu.passes.cta import choose_cta
+from phobos.compile.gpu.passes.reductions import expand_reductions
 from phobos.compile.gpu.passes.select_mma import select_mma
+from phobos.compile.gpu.passes.sink_loads import sink_loads
+from phobos.compile.gpu.passes.vectorize import vectorize
 from phobos.compile.ir import nodes as tir
 
 
@@ -27,6 +29,8 @@ def build(
         kernel, arch=arch, index_width=index_width, unit_stride=unit_stride or {}, align=align or {}
     )
     eliminate_dead_code(gk)
+    sink_loads(gk)
+    eliminate_dead_code(gk)
     choose_cta(gk)
     select_mma(gk)
     eliminate_dead_code(gk)
@@ -34,6 +38,7 @@ def build(
     expand_reductions(gk)
     expand_conversions(gk)
     eliminate_dead_code(gk)
+    vectorize(gk)
     allocate_shared(gk)
     insert_barriers(gk)
     return gk

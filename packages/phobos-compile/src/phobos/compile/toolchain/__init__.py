@@ -1,4 +1,4 @@
-"""The CUDA toolchain: generated CUDA C++ → PTX (NVRTC) → cubin (nvJitLink)."""
+"""The CUDA toolchain: generated CUDA C++ → cubin and PTX for the card (NVRTC)."""
 
 from phobos.compile.toolchain.build import Build, compile_cuda, toolchain_versions
 from phobos.compile.toolchain.errors import (

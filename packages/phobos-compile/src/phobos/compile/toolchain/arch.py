@@ -12,6 +12,11 @@ def virtual_arch(arch: str) -> str:
     return "compute_" + _suffix(arch)
 
 
+def real_arch(arch: str) -> str:
+    """``sm_90a`` itself, checked: the card NVRTC compiles a cubin for."""
+    return "sm_" + _suffix(arch)
+
+
 def arch_number(arch: str) -> int:
     """``sm_90a`` → 90: the number NVRTC lists among its supported architectures."""
     return int(re.match(r"\d+", _suffix(arch)).group())

@@ -1,9 +1,9 @@
-"""Import NVRTC and nvJitLink from cuda-bindings, or say how to install them.
+"""Import NVRTC from cuda-bindings, or say how to install it.
 
 The imports happen on first use so that everything but compiling (parsing,
 checking, the interpreter) works without the CUDA wheels.  cuda-bindings loads
-the shared libraries lazily, so asking each library its version is what proves
-that the library itself (the nvidia-cuda-nvrtc / nvidia-nvjitlink wheel) is there.
+the shared library lazily, so asking it its version is what proves that the
+library itself (the nvidia-cuda-nvrtc wheel) is there.
 """
 
 from __future__ import annotations
@@ -20,12 +20,6 @@ def nvrtc() -> ModuleType:
     return module
 
 
-def nvjitlink() -> ModuleType:
-    module = _import("cuda.bindings.nvjitlink", "nvJitLink")
-    nvjitlink_version(module)
-    return module
-
-
 def nvrtc_version(module: ModuleType) -> tuple[int, int]:
     try:
         _, major, minor = module.nvrtcVersion()
@@ -34,20 +28,12 @@ def nvrtc_version(module: ModuleType) -> tuple[int, int]:
     return major, minor
 
 
-def nvjitlink_version(module: ModuleType) -> tuple[int, int]:
-    try:
-        major, minor = module.version()
-    except (OSError, RuntimeError) as exc:
-        raise _missing_library("nvJitLink", exc) from exc
-    return major, minor
-
-
 def _import(module: str, tool: str) -> ModuleType:
     try:
         return importlib.import_module(module)
     except ImportError as exc:
         raise ToolchainMissingError(
-            f"compiling to PTX needs {tool} from cuda-bindings, which is not installed "
+            f"compiling for a GPU needs {tool} from cuda-bindings, which is not installed "
             f"({exc}); install it with: {INSTALL_HINT}"
         ) from exc
 

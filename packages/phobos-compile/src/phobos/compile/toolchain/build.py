@@ -1,8 +1,8 @@
-"""Generated CUDA C++ → PTX and cubin, with no GPU and no CUDA toolkit.
+"""Generated CUDA C++ → cubin and PTX, with no GPU and no CUDA toolkit.
 
-NVRTC compiles the source to PTX for the card's virtual architecture
-(``compute_90`` for ``sm_90``); nvJitLink assembles that PTX into a cubin for the
-card.  Both come from PyPI wheels, so CI compiles every example on a CPU.
+NVRTC compiles the source for the card (``sm_90a``): the cubin a launcher loads and
+the PTX of the same compile.  It comes from a PyPI wheel, so CI compiles every
+example on a CPU.
 """
 
 from __future__ import annotations
@@ -11,10 +11,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from phobos.compile.toolchain import bindings
-from phobos.compile.toolchain.cubin import ptx_to_cubin
 from phobos.compile.toolchain.errors import ToolchainError
 from phobos.compile.toolchain.headers import cuda_include_dir
-from phobos.compile.toolchain.ptx import cuda_to_ptx
+from phobos.compile.toolchain.ptx import cuda_to_cubin
 from phobos.compile.toolchain.resources import Resources, parse_ptxas_info
 
 
@@ -23,7 +22,7 @@ class Build:
     """What the toolchain made of one CUDA source.
 
     ``resources`` is ptxas' report on the kernel (only when built with
-    ``verbose``); ``log`` holds whatever NVRTC and nvJitLink printed.
+    ``verbose``); ``log`` holds whatever NVRTC printed.
     """
 
     ptx: str
@@ -41,27 +40,24 @@ def compile_cuda(
     line_info: bool = True,
     verbose: bool = False,
 ) -> Build:
-    """Compile ``source`` (one ``extern "C" __global__`` kernel) to PTX and a cubin for ``arch``.
+    """Compile ``source`` (one ``extern "C" __global__`` kernel) to a cubin and PTX for ``arch``.
 
     ``name`` labels the source in the tools' messages and, with ``verbose``, names
     the kernel whose ptxas report becomes ``resources``.  The CUDA headers are
     always on the include path, after ``include_paths``.
     """
     paths = [*include_paths, str(cuda_include_dir())]
-    ptx, compile_log = cuda_to_ptx(
-        source, name=name, arch=arch, include_paths=paths, line_info=line_info
+    cubin, ptx, log = cuda_to_cubin(
+        source, name=name, arch=arch, include_paths=paths, line_info=line_info, verbose=verbose
     )
-    cubin, link_log = ptx_to_cubin(ptx, name=name, arch=arch, line_info=line_info, verbose=verbose)
-    resources = _kernel_resources(link_log, name) if verbose else None
-    log = "\n".join(part for part in (compile_log, link_log) if part)
+    resources = _kernel_resources(log, name) if verbose else None
     return Build(ptx=ptx, cubin=cubin, log=log, resources=resources)
 
 
 def toolchain_versions() -> dict[str, str]:
-    """The NVRTC and nvJitLink versions, for cache keys and results files."""
-    nvrtc_major, nvrtc_minor = bindings.nvrtc_version(bindings.nvrtc())
-    link_major, link_minor = bindings.nvjitlink_version(bindings.nvjitlink())
-    return {"nvrtc": f"{nvrtc_major}.{nvrtc_minor}", "nvjitlink": f"{link_major}.{link_minor}"}
+    """The NVRTC version, for cache keys and results files."""
+    major, minor = bindings.nvrtc_version(bindings.nvrtc())
+    return {"nvrtc": f"{major}.{minor}"}
 
 
 def _kernel_resources(ptxas_log: str, name: str) -> Resources:

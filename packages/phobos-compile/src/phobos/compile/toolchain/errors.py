@@ -15,11 +15,11 @@ class ToolchainError(RuntimeError):
 
 
 class ToolchainMissingError(ToolchainError):
-    """cuda-bindings, NVRTC, nvJitLink or the CUDA headers are not installed."""
+    """cuda-bindings, NVRTC or the CUDA headers are not installed."""
 
 
 class CudaCompileError(ToolchainError):
-    """NVRTC or nvJitLink rejected generated code; ``log`` is the tool's own message."""
+    """NVRTC rejected generated code; ``log`` is the tool's own message."""
 
     def __init__(self, tool: str, name: str, log: str) -> None:
         self.tool = tool

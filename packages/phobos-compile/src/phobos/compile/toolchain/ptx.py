@@ -1,28 +1,39 @@
-"""CUDA C++ → PTX with NVRTC, for the card's virtual architecture."""
+"""CUDA C++ → a cubin for the card (and its PTX) with NVRTC, in one compile.
+
+NVRTC compiling for the card itself (``sm_90a``, not ``compute_90a``) runs ptxas
+and gives the cubin directly: that keeps ``setmaxnreg``, which linking PTX with
+nvJitLink drops (ptxas warning C7504), and is not slower.  The PTX of the same
+compile rides along for ``--emit ptx`` and ``-o``; a driver older than the NVRTC
+refuses such PTX but loads the cubin, which is what a launcher loads.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from phobos.compile.toolchain import bindings
-from phobos.compile.toolchain.arch import arch_number, virtual_arch
+from phobos.compile.toolchain.arch import arch_number, real_arch
 from phobos.compile.toolchain.errors import CudaCompileError, ToolchainError
 
 
-def cuda_to_ptx(
+def cuda_to_cubin(
     source: str,
     *,
     name: str,
     arch: str,
     include_paths: Sequence[str],
     line_info: bool,
-) -> tuple[str, str]:
-    """The PTX of ``source`` and NVRTC's log (warnings; empty when there are none)."""
+    verbose: bool,
+) -> tuple[bytes, str, str]:
+    """The cubin and PTX of ``source`` for ``arch``, and NVRTC's log (its warnings, and
+    ptxas' report when ``verbose``)."""
     nvrtc = bindings.nvrtc()
     _require_supported(nvrtc, arch)
-    options = [f"--gpu-architecture={virtual_arch(arch)}", "--std=c++17"]
+    options = [f"--gpu-architecture={real_arch(arch)}", "--std=c++17"]
     if line_info:
         options.append("-lineinfo")
+    if verbose:
+        options.append("--ptxas-options=-v")
     options += [f"--include-path={path}" for path in include_paths]
     encoded = [option.encode() for option in options]
 
@@ -34,12 +45,15 @@ def cuda_to_ptx(
         log = _program_log(nvrtc, program)
         if status != nvrtc.nvrtcResult.NVRTC_SUCCESS:
             raise CudaCompileError("NVRTC", name, f"options: {' '.join(options)}\n{log}")
+        size = _check(nvrtc, nvrtc.nvrtcGetCUBINSize(program))
+        cubin = b" " * size
+        _check(nvrtc, nvrtc.nvrtcGetCUBIN(program, cubin))
         size = _check(nvrtc, nvrtc.nvrtcGetPTXSize(program))
-        buffer = b" " * size
-        _check(nvrtc, nvrtc.nvrtcGetPTX(program, buffer))
+        ptx = b" " * size
+        _check(nvrtc, nvrtc.nvrtcGetPTX(program, ptx))
     finally:
         nvrtc.nvrtcDestroyProgram(program)
-    return buffer.rstrip(b"\0").decode(), log
+    return cubin, ptx.rstrip(b"\0").decode(), log
 
 
 def _require_supported(nvrtc, arch: str) -> None:

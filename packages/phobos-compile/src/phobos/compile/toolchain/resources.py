@@ -1,6 +1,6 @@
 """What ptxas says a kernel uses: registers, spills, stack and shared memory.
 
-ptxas prints this when asked (``-Xptxas=-v`` through nvJitLink), per function::
+ptxas prints this when asked (``--ptxas-options=-v`` through NVRTC), per function::
 
     ptxas info    : Compiling entry function 'saxpy' for 'sm_90'
     ptxas info    : Function properties for saxpy

@@ -5,8 +5,14 @@ the buffer was allocated outside of keeps it alive for the whole loop (the next
 iteration reads it again).  Buffers are placed first-fit by offset, each on its
 layout's alignment (1024 bytes for the swizzled wgmma layouts, so the swizzle
 pattern starts with the buffer), and the CTA's shared memory is the highest end.
-Reductions' and conversions' small exchange buffers reuse the same bytes one after
-another; the barrier pass then orders their uses.
+
+Reusing a dead buffer's bytes can cost a barrier: the new buffer's first write
+must wait for the old one's last reads.  So allocation and the barrier pass are
+solved together: where a barrier is needed only because two buffers share bytes
+(``barriers.aliasing_barriers``), those two are placed apart, while the CTA's
+shared memory stays within ``BUDGET`` (two CTAs still fit an SM).  Two reductions
+in a row then take two buffers and one barrier each; a third takes the first's
+bytes again, which the second's barrier already protects.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from dataclasses import dataclass
 
 from phobos.compile.gpu import ir
 from phobos.compile.gpu.layouts import shared_bytes
+from phobos.compile.gpu.passes.barriers import aliasing_barriers
 
 
 @dataclass
@@ -26,7 +33,24 @@ class _Live:
     align: int
 
 
+BUDGET = 100 * 1024
+
+
 def allocate_shared(kernel: ir.Kernel) -> None:
+    apart: set[frozenset[ir.Value]] = set()
+    _place(kernel, apart)
+    for _ in range(16):
+        new = {pair for pairs in aliasing_barriers(kernel) for pair in pairs} - apart
+        if not new:
+            return
+        _place(kernel, apart | new)
+        if kernel.shared_bytes > BUDGET:
+            _place(kernel, apart)
+            return
+        apart |= new
+
+
+def _place(kernel: ir.Kernel, apart: set[frozenset[ir.Value]]) -> None:
     positions: dict[ir.Op, int] = {}
     loops: list[tuple[int, int]] = []  # (first, last) position of each loop's ops
     _number(kernel.body, positions, loops)
@@ -35,7 +59,9 @@ def allocate_shared(kernel: ir.Kernel) -> None:
         if isinstance(op, ir.SharedAlloc):
             t = op.result.type
             assert isinstance(t, ir.Shared)
-            lives[op.result] = _Live(op, at, at, shared_bytes(t.layout, t.stages), t.layout.alignment)
+            lives[op.result] = _Live(
+                op, at, at, shared_bytes(t.layout, t.stages), t.layout.alignment
+            )
     for op, at in positions.items():
         for v in op.operands:
             if v in lives:
@@ -57,7 +83,12 @@ def allocate_shared(kernel: ir.Kernel) -> None:
             clash = [
                 (o, s, other)
                 for o, s, other in placed
-                if other.start <= live.end and live.start <= other.end and o < offset + live.size and offset < o + s
+                if (
+                    (other.start <= live.end and live.start <= other.end)
+                    or frozenset((other.op.result, live.op.result)) in apart
+                )
+                and o < offset + live.size
+                and offset < o + s
             ]
             if not clash:
                 break
@@ -65,7 +96,13 @@ def allocate_shared(kernel: ir.Kernel) -> None:
         live.op.offset = offset
         placed.append((offset, live.size, live))
         top = max(top, offset + live.size)
-    kernel.shared_bytes = top
+    # The base of shared memory is only known to be 16-byte aligned: a buffer that needs
+    # more (a swizzled one, 1024) is placed from a base aligned at run time, which can
+    # take up to that much more.
+    kernel.shared_align = max((live.align for live in lives.values()), default=16)
+    kernel.shared_bytes = top + (
+        kernel.shared_align - 16 if kernel.shared_align > 16 and top else 0
+    )
 
 
 def _number(block: ir.Block, positions: dict[ir.Op, int], loops: list[tuple[int, int]]) -> None:

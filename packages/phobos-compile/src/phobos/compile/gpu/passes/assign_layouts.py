@@ -52,7 +52,12 @@ class _Assigner:
         self.strength: dict[ir.Value, int] = {}
         self.hint: dict[ir.Value, Layout] = {}
         self.defs = ir.definitions(kernel)
-        self.written = {op.tensor for op in kernel.walk() if isinstance(op, (ir.Store, ir.StoreUniform, ir.Atomic))}
+        self.users = ir.users(kernel)
+        self.written = {
+            op.tensor
+            for op in kernel.walk()
+            if isinstance(op, (ir.Store, ir.StoreUniform, ir.Atomic))
+        }
 
     def run(self) -> None:
         self.anchors()
@@ -93,14 +98,21 @@ class _Assigner:
                 if want is not None:
                     for v in op.operands:
                         if isinstance(v.type, ir.Tile):
-                            self.suggest(v, want.with_shape(v.tile.shape) if v.tile.shape == want.shape else want)
+                            self.suggest(
+                                v,
+                                want.with_shape(v.tile.shape)
+                                if v.tile.shape == want.shape
+                                else want,
+                            )
             elif isinstance(op, ir.Broadcast):
                 want = self.known(op.result)
                 if want is not None:
                     self.suggest(op.operands[0], _collapse(want, op.operands[0].tile.shape))
             elif isinstance(op, ir.ExpandDims):
                 want = self.known(op.result)
-                if want is not None and not any(b[op.axis] for b in (*want.registers, *want.lanes, *want.warps)):
+                if want is not None and not any(
+                    b[op.axis] for b in (*want.registers, *want.lanes, *want.warps)
+                ):
                     self.suggest(op.operands[0], want.sliced(op.axis))
             elif isinstance(op, ir.Transpose):
                 want = self.known(op.result)
@@ -128,7 +140,12 @@ class _Assigner:
                 for i, arg in enumerate(op.regions[1].args):
                     if not isinstance(arg.type, ir.Tile):
                         continue
-                    candidates = (op.regions[0].args[i], arg, op.results[i], op.regions[1].ops[-1].operands[i])
+                    candidates = (
+                        op.regions[0].args[i],
+                        arg,
+                        op.results[i],
+                        op.regions[1].ops[-1].operands[i],
+                    )
                     for v in candidates:
                         want = self.known(v)
                         if want is not None:
@@ -140,9 +157,14 @@ class _Assigner:
         return self.layout.get(v) if self.strength.get(v) == ANCHOR else self.hint.get(v)
 
     def suggest(self, v: ir.Value, layout: Layout) -> None:
-        if isinstance(v.type, ir.Tile) and v not in self.hint and self.strength.get(v) != ANCHOR:
-            if layout.shape == v.tile.shape:
-                self.hint[v] = layout
+        tile = isinstance(v.type, ir.Tile)
+        if (
+            tile
+            and v not in self.hint
+            and self.strength.get(v) != ANCHOR
+            and layout.shape == v.tile.shape
+        ):
+            self.hint[v] = layout
 
     # ------------------------------------------------------------------ 3. forward
 
@@ -179,7 +201,11 @@ class _Assigner:
             for i, result in enumerate(op.results):
                 if isinstance(result.type, ir.Tile):
                     yielded = op.regions[0].ops[-1].operands[i]
-                    self.set(result, self.hint.get(result, self.layout[yielded]), self.strength.get(yielded, DEFAULT))
+                    self.set(
+                        result,
+                        self.hint.get(result, self.layout[yielded]),
+                        self.strength.get(yielded, DEFAULT),
+                    )
             return
         if not tiles or all(self.strength.get(v) == ANCHOR for v in tiles):
             return
@@ -193,7 +219,7 @@ class _Assigner:
         elif isinstance(op, _PRESERVING):
             best = max(operands, key=lambda v: self.strength.get(v, 0), default=None)
             hinted = self.hint.get(result)
-            if best is None or self.strength.get(best, 0) < HINTED and hinted is not None:
+            if best is None or (self.strength.get(best, 0) < HINTED and hinted is not None):
                 self.source(result)
             else:
                 layout = self.layout[best]
@@ -204,6 +230,8 @@ class _Assigner:
         elif isinstance(op, ir.Reduce):
             x = op.operands[0]
             self.set(result, self.layout[x].sliced(op.axis), self.strength[x])
+            if op.masked:
+                self.hint.setdefault(op.operands[1], self.layout[x])
         elif isinstance(op, ir.ExpandDims):
             x = op.operands[0]
             self.set(result, self.layout[x].expanded(op.axis), self.strength[x])
@@ -213,14 +241,31 @@ class _Assigner:
         elif isinstance(op, ir.Broadcast):
             x = op.operands[0]
             shape = result.tile.shape
+            partner = self.partner(result, x)
             if result in self.hint:
                 self.set(result, self.hint[result], HINTED)
+            elif partner is not None:
+                self.set(result, partner, self.strength[x])
             elif _collapse(self.default(shape), x.tile.shape) == self.layout[x]:
                 self.set(result, self.default(shape), self.strength[x])
             else:
                 self.set(result, _inflate(self.layout[x], shape), self.strength[x])
         else:  # pragma: no cover - every tile-making op is handled above
             raise AssertionError(op.NAME)
+
+    def partner(self, result: ir.Value, x: ir.Value) -> Layout | None:
+        """The layout of another operand of ``result``'s elementwise users that a broadcast
+        of ``x`` reaches for free (``acc / row_sum[:, None]``: the accumulator's)."""
+        for user in self.users.get(result, []):
+            if not isinstance(user, _PRESERVING):
+                continue
+            for other in user.operands:
+                layout = self.layout.get(other)
+                if other is result or layout is None or layout.shape != result.tile.shape:
+                    continue
+                if _collapse(layout, x.tile.shape) == self.layout[x]:
+                    return layout
+        return None
 
     def loop(self, op: ir.For | ir.While) -> None:
         body = op.regions[-1]
@@ -245,7 +290,10 @@ class _Assigner:
                 if not isinstance(value.type, ir.Tile):
                     continue
                 arg = carried[i]
-                if self.strength.get(value, 0) > self.strength.get(arg, 0) and self.layout[value] != self.layout[arg]:
+                if (
+                    self.strength.get(value, 0) > self.strength.get(arg, 0)
+                    and self.layout[value] != self.layout[arg]
+                ):
                     for args in heads:
                         self.set(args[i], self.layout[value], self.strength[value])
                     changed = True
@@ -272,7 +320,11 @@ class _Assigner:
         for op in block.ops:
             for region in op.regions:
                 self.convert(region, op)
-            needs = _yield_requirements(parent, block) if isinstance(op, ir.Yield) else _requirements(op)
+            needs = (
+                _yield_requirements(parent, block)
+                if isinstance(op, ir.Yield)
+                else _requirements(op)
+            )
             new_operands = []
             for i, v in enumerate(op.operands):
                 want = needs.get(i)
@@ -289,7 +341,7 @@ class _Assigner:
 
     def made_in(self, v: ir.Value, layout: Layout, out: list[ir.Op], user: ir.Op) -> ir.Value:
         """``v`` in ``layout``: made again where that is free, else converted."""
-        if _rematerialisable(v, self.defs):
+        if ir.rematerialisable(v, self.defs):
             return _remake(v, layout, self.defs, out)
         definer = self.defs.get(v)
         if (
@@ -317,7 +369,11 @@ class _Assigner:
 def _requirements(op: ir.Op) -> dict[int, Layout]:
     """The layout each tile operand of ``op`` must be in (operands not listed: any)."""
     if isinstance(op, _PRESERVING) and isinstance(op.results[0].type, ir.Tile):
-        return {i: op.result.tile.layout for i, v in enumerate(op.operands) if isinstance(v.type, ir.Tile)}  # type: ignore[misc]
+        return {
+            i: op.result.tile.layout
+            for i, v in enumerate(op.operands)
+            if isinstance(v.type, ir.Tile)
+        }  # type: ignore[misc]
     if isinstance(op, ir.Broadcast):
         return {0: _collapse(op.result.tile.layout, op.operands[0].tile.shape)}  # type: ignore[arg-type]
     if isinstance(op, ir.ExpandDims):
@@ -331,6 +387,8 @@ def _requirements(op: ir.Op) -> dict[int, Layout]:
         return need  # type: ignore[return-value]
     if isinstance(op, ir.WgmmaWait):
         return {}
+    if isinstance(op, (ir.Reduce, ir.ReduceRegisters)) and op.masked:
+        return {1: op.operands[0].tile.layout}  # type: ignore[dict-item]
     if isinstance(op, ir.DotShared):
         return {2: op.result.tile.layout}  # type: ignore[dict-item]
     if isinstance(op, (ir.Store, ir.Load, ir.Atomic, ir.Trace, ir.Assert)):
@@ -342,9 +400,17 @@ def _requirements(op: ir.Op) -> dict[int, Layout]:
     if isinstance(op, ir.Yield):
         return {}
     if isinstance(op, ir.For):
-        return {3 + i: arg.tile.layout for i, arg in enumerate(op.body.args[1:]) if isinstance(arg.type, ir.Tile)}  # type: ignore[misc]
+        return {
+            3 + i: arg.tile.layout
+            for i, arg in enumerate(op.body.args[1:])
+            if isinstance(arg.type, ir.Tile)
+        }  # type: ignore[misc]
     if isinstance(op, ir.While):
-        return {i: arg.tile.layout for i, arg in enumerate(op.regions[0].args) if isinstance(arg.type, ir.Tile)}  # type: ignore[misc]
+        return {
+            i: arg.tile.layout
+            for i, arg in enumerate(op.regions[0].args)
+            if isinstance(arg.type, ir.Tile)
+        }  # type: ignore[misc]
     return {}
 
 
@@ -401,35 +467,29 @@ def _inflate(layout: Layout, shape: tuple[int, ...]) -> Layout:
     return Layout(shape, tuple(registers), lanes, warps, layout.repeat, layout.repeat_axis)
 
 
-def _rematerialisable(v: ir.Value, defs: dict[ir.Value, ir.Op]) -> bool:
-    """``v`` is made of coordinates, splats and uniforms alone (cheap in any layout)."""
-    op = defs.get(v)
-    if op is None:
-        return False
-    if isinstance(op, (ir.Coord, ir.Splat)):
-        return True
-    if isinstance(op, (*_PRESERVING, ir.Broadcast, ir.ExpandDims, ir.Transpose)):
-        return all(not isinstance(o.type, ir.Tile) or _rematerialisable(o, defs) for o in op.operands)
-    return False
-
-
 def _remake(v: ir.Value, layout: Layout, defs: dict[ir.Value, ir.Op], out: list[ir.Op]) -> ir.Value:
     op = defs[v]
     if isinstance(op, (ir.Coord, ir.Splat)):
         operands = list(op.operands)
     elif isinstance(op, _PRESERVING):
         operands = [
-            _remake(o, layout.with_shape(o.tile.shape), defs, out) if isinstance(o.type, ir.Tile) else o
+            _remake(o, layout.with_shape(o.tile.shape), defs, out)
+            if isinstance(o.type, ir.Tile)
+            else o
             for o in op.operands
         ]
     elif isinstance(op, ir.Broadcast):
-        operands = [_remake(op.operands[0], _collapse(layout, op.operands[0].tile.shape), defs, out)]
+        operands = [
+            _remake(op.operands[0], _collapse(layout, op.operands[0].tile.shape), defs, out)
+        ]
     elif isinstance(op, ir.ExpandDims):
         operands = [_remake(op.operands[0], layout.sliced(op.axis), defs, out)]
     else:
         assert isinstance(op, ir.Transpose)
         operands = [_remake(op.operands[0], layout.transposed(), defs, out)]
-    clone = type(op)(**{k: getattr(op, k) for k in op.attributes()}, operands=operands, span=op.span)
+    clone = type(op)(
+        **{k: getattr(op, k) for k in op.attributes()}, operands=operands, span=op.span
+    )
     clone.results = [ir.Value(v.tile.with_layout(layout), v.name)]
     out.append(clone)
     defs[clone.result] = clone

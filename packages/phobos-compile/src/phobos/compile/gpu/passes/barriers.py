@@ -15,6 +15,13 @@ What the asynchronous units touch counts as well: a ``cp.async`` writes its byte
 ``wgmma`` reads its operands (the whole CTA, from the barrier before it until
 the next one).  Stage rings that the pipelining pass made synchronise themselves
 (``stages`` > 1) and are left alone here.
+
+A tensor the kernel both reads and writes orders its accesses the same way: a
+thread may read an element another thread of the block wrote.
+
+``aliasing_barriers`` runs the same walk without changing anything and reports the
+barriers that only two buffers sharing bytes make necessary, for allocation to
+place those buffers apart.
 """
 
 from __future__ import annotations
@@ -30,24 +37,42 @@ class _Access:
     start: int
     end: int
     write: bool
+    buffer: ir.Value | str
 
     def conflicts(self, other: _Access) -> bool:
         return (self.write or other.write) and self.start < other.end and other.start < self.end
 
 
 def insert_barriers(kernel: ir.Kernel) -> None:
-    buffers: dict[ir.Value, tuple[int, int, bool]] = {}
-    for op in kernel.walk():
-        if isinstance(op, ir.SharedAlloc):
-            t = op.result.type
-            assert isinstance(t, ir.Shared) and op.offset is not None
-            buffers[op.result] = (op.offset, op.offset + shared_bytes(t.layout, t.stages), t.stages > 1)
-    _Inserter(buffers).block(kernel.body, frozenset())
+    _Inserter(kernel, dry=False).block(kernel.body, frozenset())
+
+
+def aliasing_barriers(kernel: ir.Kernel) -> list[frozenset[frozenset[ir.Value]]]:
+    """The barriers the current placement needs only because two buffers share bytes: for
+    each, the pairs of buffers whose accesses meet there (allocation keeps them apart)."""
+    inserter = _Inserter(kernel, dry=True)
+    inserter.block(kernel.body, frozenset())
+    return inserter.aliasing
 
 
 class _Inserter:
-    def __init__(self, buffers: dict[ir.Value, tuple[int, int, bool]]) -> None:
-        self.buffers = buffers
+    def __init__(self, kernel: ir.Kernel, dry: bool) -> None:
+        self.dry = dry
+        self.aliasing: list[frozenset[frozenset[ir.Value]]] = []
+        self.buffers: dict[ir.Value, tuple[int, int, bool]] = {}
+        for op in kernel.walk():
+            if isinstance(op, ir.SharedAlloc):
+                t = op.result.type
+                assert isinstance(t, ir.Shared) and op.offset is not None
+                end = op.offset + shared_bytes(t.layout, t.stages)
+                self.buffers[op.result] = (op.offset, end, t.stages > 1)
+        # A tensor the kernel both reads and writes: the block's threads' accesses to it
+        # are ordered by barriers too (a thread may read what another wrote).
+        stores = (ir.Store, ir.StoreUniform, ir.Atomic)
+        loads = (ir.Load, ir.LoadUniform, ir.CopyAsync)
+        writes = {op.tensor for op in kernel.walk() if isinstance(op, stores)}
+        reads = {op.tensor for op in kernel.walk() if isinstance(op, loads)}
+        self.both = writes & reads
 
     def accesses(self, op: ir.Op) -> list[_Access]:
         out: list[_Access] = []
@@ -57,7 +82,11 @@ class _Inserter:
             start, end, ring = self.buffers[v]
             if ring:
                 continue
-            out.append(_Access(start, end, _writes(op, i)))
+            out.append(_Access(start, end, _writes(op, i), v))
+        tensor = getattr(op, "tensor", None)
+        if tensor in self.both:
+            write = isinstance(op, (ir.Store, ir.StoreUniform, ir.Atomic))
+            out.append(_Access(-2, -1, write, tensor))  # type: ignore[arg-type]
         return out
 
     def block(self, block: ir.Block, pending: frozenset[_Access]) -> frozenset[_Access]:
@@ -76,12 +105,16 @@ class _Inserter:
                 pending = frozenset().union(*sides)
                 continue
             mine = self.accesses(op)
-            if any(a.conflicts(p) for a in mine for p in pending):
+            met = [(a, p) for a in mine for p in pending if a.conflicts(p)]
+            if met:
+                if all(a.buffer is not p.buffer and not isinstance(a.buffer, str) for a, p in met):
+                    self.aliasing.append(frozenset(frozenset((a.buffer, p.buffer)) for a, p in met))
                 out.append(ir.Barrier(span=op.span))
                 pending = frozenset()
             out.append(op)
             pending = pending | frozenset(mine)
-        block.ops = out
+        if not self.dry:
+            block.ops = out
         return pending
 
     def loop(self, op: ir.Op, pending: frozenset[_Access], out: list[ir.Op]) -> frozenset[_Access]:
@@ -102,6 +135,4 @@ def _writes(op: ir.Op, index: int) -> bool:
     """Whether ``op`` writes the buffer it takes as operand ``index``."""
     if isinstance(op, (ir.SharedStore, ir.CopyAsync)):
         return index == 0
-    if isinstance(op, ir.Atomic):
-        return True
-    return False
+    return bool(isinstance(op, ir.Atomic))

@@ -125,11 +125,7 @@ def _prune(block: ir.Block, live: set[ir.Value]) -> bool:
                 changed |= _prune(region, live)
             kept.append(op)
             continue
-        if (
-            isinstance(op, _EFFECTS)
-            or isinstance(op, ir.Yield)
-            or any(v in live for v in op.results)
-        ):
+        if isinstance(op, (_EFFECTS, ir.Yield)) or any(v in live for v in op.results):
             for region in op.regions:
                 changed |= _prune(region, live)
             kept.append(op)

@@ -45,7 +45,12 @@ def _expand(kernel: ir.Kernel, block: ir.Block) -> None:
         shape = x.tile.shape
         rows = math.prod(shape[:-1]) if len(shape) > 1 else 1
         alloc = ir.SharedAlloc(span=op.span)
-        alloc.results = [ir.Value(ir.Shared(x.dtype, shape, plain_rows(rows, shape[-1], element_bytes(x.dtype))), "exchange")]
+        alloc.results = [
+            ir.Value(
+                ir.Shared(x.dtype, shape, plain_rows(rows, shape[-1], element_bytes(x.dtype))),
+                "exchange",
+            )
+        ]
         out.append(alloc)
         out.append(ir.SharedStore(operands=[alloc.result, x], span=op.span))
         out.append(ir.SharedLoad(operands=[alloc.result], results=op.results, span=op.span))

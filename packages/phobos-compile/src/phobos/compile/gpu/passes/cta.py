@@ -89,7 +89,7 @@ def choose_cta(kernel: ir.Kernel) -> None:
         threads = _memory_threads(largest, held)
     kernel.threads = threads
     held = largest + carried_lanes(kernel.body)
-    kernel.min_ctas = _min_ctas(threads, bool(dots) and tensor_cores or bool(dots), held)
+    kernel.min_ctas = _min_ctas(threads, (bool(dots) and tensor_cores) or bool(dots), held)
 
 
 def _memory_threads(largest: int, held: int) -> int:
@@ -119,25 +119,35 @@ def _min_ctas(threads: int, has_dot: bool, lanes: int) -> int:
 
 
 def loaded_together(block: ir.Block) -> int:
-    """The most lanes one straight run of ops loads (ptxas has them in flight together)."""
+    """The most lanes one straight run of ops loads (ptxas has them in flight together).
+
+    A tile a loop re-reads in each iteration (``sink_loads``) is an L1 hit next to its
+    use and does not count."""
     here = sum(
         math.prod(op.result.tile.shape)
         for op in block.ops
-        if isinstance(op, ir.Load) and isinstance(op.result.type, ir.Tile)
+        if isinstance(op, ir.Load) and isinstance(op.result.type, ir.Tile) and not op.reloaded
     )
     inner = [loaded_together(r) for op in block.ops for r in op.regions]
     return max([here, *inner])
 
 
 def carried_lanes(block: ir.Block) -> int:
-    """The lanes of the tiles loops carry or read from before them."""
+    """The lanes of the tiles loops carry or read from before them (not counting those
+    made of coordinates and splats alone, which cost no registers to hold)."""
     total = 0
+    defs = {v: op for op in block.walk() for v in op.results}
     for op in block.walk():
         if isinstance(op, (ir.For, ir.While)):
             body = op.regions[-1]
             defined = {v for inner in body.walk() for v in inner.results} | set(body.args)
             outside = {
-                v for inner in body.walk() for v in inner.operands if v not in defined and isinstance(v.type, ir.Tile)
+                v
+                for inner in body.walk()
+                for v in inner.operands
+                if v not in defined
+                and isinstance(v.type, ir.Tile)
+                and not ir.rematerialisable(v, defs)
             }
             carried = [a for a in body.args if isinstance(a.type, ir.Tile)]
             total += sum(math.prod(v.tile.shape) for v in [*outside, *carried])

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 
 from phobos.compile.gpu import ir
-from phobos.compile.gpu.layouts import Layout, plain_rows
+from phobos.compile.gpu.layouts import plain_rows
 from phobos.compile.gpu.passes.cta import element_bytes
 
 _WIDER = {"f16": "f32", "bf16": "f32", "i8": "i32", "i16": "i32", "u8": "u32", "u16": "u32"}
@@ -52,6 +52,7 @@ def _new(op: ir.Op, t: ir.Type, name: str, span) -> ir.Op:
 
 def _steps(reduce: ir.Reduce) -> list[ir.Op]:
     x = reduce.operands[0]
+    present = reduce.operands[1] if reduce.masked else None
     layout = x.tile.layout
     assert layout is not None, "reductions expand after layout assignment"
     axis, kind, span = reduce.axis, reduce.op, reduce.span
@@ -59,13 +60,16 @@ def _steps(reduce: ir.Reduce) -> list[ir.Op]:
     acc = _WIDER.get(x.dtype, x.dtype) if kind == "sum" else x.dtype
     value = x
     if acc != x.dtype:
-        ops.append(_new(ir.Cast(operands=[value]), ir.Tile(acc, x.tile.shape, layout), "wide", span))
+        ops.append(
+            _new(ir.Cast(operands=[value]), ir.Tile(acc, x.tile.shape, layout), "wide", span)
+        )
         value = ops[-1].result
     registers, lanes, warps = layout.axis_bits(axis)
     current = layout
-    if registers or layout.repeat_axis == axis or layout.padded(axis):
+    if registers or layout.repeat_axis == axis or layout.padded(axis) or present is not None:
         current = layout.thread_partials(axis)
-        step = ir.ReduceRegisters(op=kind, axis=axis, operands=[value])
+        operands = [value] if present is None else [value, present]
+        step = ir.ReduceRegisters(op=kind, axis=axis, masked=present is not None, operands=operands)
         ops.append(_new(step, ir.Tile(acc, current.shape, current), "partial", span))
         value = ops[-1].result
     if lanes:
@@ -94,14 +98,22 @@ def _steps(reduce: ir.Reduce) -> list[ir.Op]:
     if reduce.result.is_uniform:
         ops.append(_new(ir.ToUniform(operands=[value]), ir.Uniform(acc), "total", span))
     else:
-        ops.append(_new(ir.Squeeze(axis=axis, operands=[value]), ir.Tile(acc, expected.shape, expected), "total", span))
+        ops.append(
+            _new(
+                ir.Squeeze(axis=axis, operands=[value]),
+                ir.Tile(acc, expected.shape, expected),
+                "total",
+                span,
+            )
+        )
     value = ops[-1].result
     if acc != reduce.result.dtype:
-        t = ir.Uniform(reduce.result.dtype) if value.is_uniform else ir.Tile(reduce.result.dtype, expected.shape, expected)
+        t = (
+            ir.Uniform(reduce.result.dtype)
+            if value.is_uniform
+            else ir.Tile(reduce.result.dtype, expected.shape, expected)
+        )
         ops.append(_new(ir.Cast(operands=[value]), t, "total", span))
     last = ops[-1]
     last.results = [reduce.result]
     return ops
-
-
-_ = Layout

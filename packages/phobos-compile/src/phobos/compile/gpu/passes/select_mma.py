@@ -30,7 +30,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from phobos.compile.gpu import ir, layouts
-from phobos.compile.gpu.builder import Builder
 from phobos.compile.gpu.passes.cta import element_bytes
 
 TENSOR_CORE_DTYPES = ("f16", "bf16")
@@ -80,7 +79,7 @@ class _Selector:
     # ------------------------------------------------------------------ choosing
 
     def rewrite(self, block: ir.Block, dot: ir.Dot) -> None:
-        a, b, acc = dot.operands
+        a, b, _acc = dot.operands
         (m, k), n = a.tile.shape, dot.result.tile.shape[1]
         tensor_cores = (
             a.dtype in TENSOR_CORE_DTYPES
@@ -117,7 +116,9 @@ class _Selector:
         b_source = _transposed(self, b)
         stored = (n, k) if b_source is not None else (k, n)
         layout = layouts.swizzled(*stored, size)
-        if layout is None or layouts.swizzled(m, k, size) is None and layouts.swizzled(k, m, size) is None:
+        if layout is None or (
+            layouts.swizzled(m, k, size) is None and layouts.swizzled(k, m, size) is None
+        ):
             return None
         if across > 1 and b_source is None and (n // across * size) % layout.width:
             return None
@@ -166,17 +167,23 @@ class _Selector:
             else:
                 a_major = "k"
         if a_operand is a:  # registers: the fragment layout the A operand needs
-            a_operand = self.required(block, dot, a, layouts.wgmma_a((m, k), groups, arrangement.across))
+            a_operand = self.required(
+                block, dot, a, layouts.wgmma_a((m, k), groups, arrangement.across)
+            )
         acc_in = self.required(block, dot, acc, accumulator)
-        b_ = Builder(block)
         index = block.ops.index(dot)
-        start = ir.Wgmma(a_major=a_major, b_major=b_major, operands=[a_operand, b_buffer, acc_in], span=dot.span)
+        start = ir.Wgmma(
+            warpgroups=(arrangement.down, arrangement.across),
+            a_major=a_major,
+            b_major=b_major,
+            operands=[a_operand, b_buffer, acc_in],
+            span=dot.span,
+        )
         start.results = [ir.Value(ir.Tile("f32", (m, n), accumulator), "flight")]
         wait = ir.WgmmaWait(operands=[start.result], span=dot.span)
         wait.results = [ir.Value(ir.Tile("f32", (m, n), accumulator), dot.result.name)]
         block.ops[index : index + 1] = [start, wait]
         ir.replace_uses(self.kernel.body, dot.result, wait.result)
-        del b_
 
     def mma_sync(self, block: ir.Block, dot: ir.Dot, grid: MmaSync) -> None:
         a, b, acc = dot.operands
@@ -192,13 +199,17 @@ class _Selector:
         if self.from_memory(a_source if a_source is not None else a):
             stored = a_source if a_source is not None else a
             buffer = self.stage(stored, layouts.padded_rows(*stored.tile.shape, size))
-            a_in = self.fragments(loads, buffer, (m, k), a_fragments, a_source is not None, a.dtype)
+            a_in = self.fragments(
+                loads, buffer, (m, k), a_fragments, a_source is not None, a.dtype, "a", grid
+            )
         else:
             a_in = self.required(block, dot, a, a_fragments)
         b_source = _transposed(self, b)
         stored = b_source if b_source is not None else b
         buffer = self.stage(stored, layouts.padded_rows(*stored.tile.shape, size))
-        b_in = self.fragments(loads, buffer, (k, n), b_fragments, b_source is not None, b.dtype)
+        b_in = self.fragments(
+            loads, buffer, (k, n), b_fragments, b_source is not None, b.dtype, "b", grid
+        )
         acc_in = self.required(block, dot, acc, accumulator)
         index = block.ops.index(dot)
         op = ir.MmaSync(operands=[a_in, b_in, acc_in], span=dot.span)
@@ -214,8 +225,16 @@ class _Selector:
         layout: layouts.Layout,
         transposed: bool,
         dtype: str,
+        fragment: str,
+        grid: MmaSync,
     ) -> ir.Value:
-        op = ir.SharedLoad(via="ldmatrix", transposed=transposed, operands=[buffer])
+        op = ir.SharedLoad(
+            via="ldmatrix",
+            transposed=transposed,
+            fragment=fragment,
+            warps=(grid.warps_down, grid.warps_across),
+            operands=[buffer],
+        )
         op.results = [ir.Value(ir.Tile(dtype, shape, layout), "fragments")]
         loads.append(op)
         return op.result
@@ -231,7 +250,9 @@ class _Selector:
         block.ops[index] = op
         ir.replace_uses(self.kernel.body, dot.result, op.result)
 
-    def required(self, block: ir.Block, dot: ir.Op, value: ir.Value, layout: layouts.Layout) -> ir.Value:
+    def required(
+        self, block: ir.Block, dot: ir.Op, value: ir.Value, layout: layouts.Layout
+    ) -> ir.Value:
         """``value`` in ``layout`` for ``dot``: a conversion the layout pass removes where the
         value is made in that layout already."""
         op = ir.Convert(operands=[value], span=dot.span)
@@ -246,7 +267,9 @@ class _Selector:
         definition = self.defs.get(value)
         return definition is not None and isinstance(definition[1], ir.Load)
 
-    def stage(self, value: ir.Value, layout: layouts.SharedLayout, async_proxy: bool = False) -> ir.Value:
+    def stage(
+        self, value: ir.Value, layout: layouts.SharedLayout, async_proxy: bool = False
+    ) -> ir.Value:
         """A buffer holding ``value`` in ``layout``, filled right after ``value`` is made."""
         key = (value, layout)
         if key in self.staged:
@@ -257,7 +280,11 @@ class _Selector:
         else:  # a region argument: fill at the top of the region
             at = 0
         alloc = ir.SharedAlloc(span=definer.span)
-        alloc.results = [ir.Value(ir.Shared(value.dtype, value.tile.shape, layout), f"{value.name or 'smem'}_smem")]
+        alloc.results = [
+            ir.Value(
+                ir.Shared(value.dtype, value.tile.shape, layout), f"{value.name or 'smem'}_smem"
+            )
+        ]
         fill: list[ir.Op] = [alloc]
         if isinstance(definer, ir.Load) and self.copyable(definer, layout):
             threads = self.kernel.threads

@@ -1,15 +1,12 @@
-// phobos_tile.cuh: the small device runtime that Phobos-generated CUDA C++ calls.
+// phobos_gpu.cuh: the small device runtime that the GPU IR's C++ printer calls.
 //
-// The code generator decides which thread holds which lanes of a tile (see
-// phobos/compile/codegen/layout.py).  A thread's lanes come in *groups* of VEC
-// contiguous elements along the tile's last axis; the generated code walks the
-// groups with fully unrolled loops and calls the helpers here to move one group
-// between registers and global memory:
-//
-//   * a fully in-bounds, aligned group moves with 16-byte (or narrower) vector
-//     accesses: the fast path, taken by every group but the boundary ones;
-//   * any other group moves lane by lane, each lane guarded by its bounds check,
-//     and absent lanes are never touched in memory.
+// The passes decide everything (phobos/compile/gpu/passes/); the printer turns each
+// GPU IR op into a few lines that call the helpers here: a thread's registers are a
+// flat array, and a run of V registers that holds V consecutive elements of a
+// tensor's last axis moves as one vector access when it lies inside the tensor and
+// on its alignment, lane by lane otherwise (lanes outside the tensor are never
+// touched, and load as zero).  The tensor-core, asynchronous-copy and barrier
+// instructions are inline PTX.
 //
 // Everything here is header-only and forced inline; NVRTC compiles it with the
 // generated kernel.  Types are spelled by Phobos dtype (phobos::f32, ...), so the
@@ -144,18 +141,6 @@ template <int THREADS> PHOBOS_INLINE int cta_thread(int tid) {
     return tid;
 }
 
-// ------------------------------------------------------------------ presence bits
-// A partial tile keeps one word per group: bit i says lane i is present.
-
-PHOBOS_INLINE bool lane_bit(unsigned bits, int i) { return (bits >> i) & 1u; }
-PHOBOS_INLINE void set_lane(unsigned& bits, int i, bool present) {
-    bits = (bits & ~(1u << i)) | (static_cast<unsigned>(present) << i);
-}
-// Every lane present, or none.
-PHOBOS_INLINE unsigned all_or_none(bool present) { return 0u - static_cast<unsigned>(present); }
-// Every lane as present as lane 0 (a row's value broadcast over the row's lanes).
-PHOBOS_INLINE unsigned spread_lane0(unsigned bits) { return 0u - (bits & 1u); }
-
 // ------------------------------------------------------------------ vector access
 
 template <int BYTES> struct vector_word;
@@ -212,53 +197,48 @@ template <int BYTES, class T, int V> PHOBOS_INLINE void store_vectors(T* p, cons
     }
 }
 
-// ------------------------------------------------------------------ one group of lanes
+// ------------------------------------------------------------------ runs of lanes
 //
-// `p` points at the group's first lane, `col` is that lane's index on the
-// tensor's last axis, `extent` the axis length, and `inside` whether the group's
-// other coordinates are in bounds.  BYTES is the vector width the specialisation
-// allows (0: none), CHECK_ALIGN whether the address must be tested at run time.
+// `p` points at the run's first element, `col` is its index on the tensor's last
+// axis, `extent` that axis's length and `inside` whether the run's other indices are
+// in bounds.  BYTES is the vector width the specialisation allows (0: none),
+// CHECK_ALIGN whether the address must be tested at run time.  A run wholly inside
+// (and aligned) moves as vectors; any other lane by lane.
 
-template <int BYTES, bool CHECK_ALIGN, class T, int V, class I>
-PHOBOS_INLINE void load_group(const T* p, I col, I extent, bool inside, T (&out)[V],
-                              unsigned& valid) {
+template <int V, int BYTES, bool CHECK_ALIGN, class T, class I>
+PHOBOS_INLINE void load_run(const T* p, I col, I extent, bool inside, T* out) {
     if constexpr (BYTES > 0) {
         bool whole = inside && whole_group<V>(col, extent);
         if (CHECK_ALIGN) whole = whole && is_aligned<BYTES>(p);
         if (whole) {
-            load_vectors<BYTES>(p, out);
-            valid = (V == 32) ? ~0u : (1u << V) - 1u;
+            load_vectors<BYTES>(p, *reinterpret_cast<T(*)[V]>(out));
             return;
         }
     }
-    valid = 0;
+#pragma unroll
+    for (int i = 0; i < V; ++i) out[i] = (inside && below<I>(col + I(i), extent)) ? p[i] : T(0);
+}
+
+// Lanes whose bit of `mask` is clear are not read (they load as zero).
+template <int V, int BYTES, bool CHECK_ALIGN, class T, class I>
+PHOBOS_INLINE void load_run_masked(const T* p, I col, I extent, bool inside, unsigned mask, T* out) {
+    constexpr unsigned all = (V == 32) ? ~0u : (1u << V) - 1u;
+    if ((mask & all) == all) {
+        load_run<V, BYTES, CHECK_ALIGN>(p, col, extent, inside, out);
+        return;
+    }
 #pragma unroll
     for (int i = 0; i < V; ++i) {
-        const bool present = inside && below<I>(col + i, extent);
-        out[i] = present ? p[i] : T();
-        valid |= static_cast<unsigned>(present) << i;
+        out[i] = (((mask >> i) & 1u) && inside && below<I>(col + I(i), extent)) ? p[i] : T(0);
     }
 }
 
-// The same for a group whose lanes are `stride` elements apart (no vectors).
-template <class T, int V, class I>
-PHOBOS_INLINE void load_group_strided(const T* p, I stride, I col, I extent, bool inside,
-                                      T (&out)[V], unsigned& valid) {
-    valid = 0;
-#pragma unroll
-    for (int i = 0; i < V; ++i) {
-        const bool present = inside && below<I>(col + i, extent);
-        out[i] = present ? p[static_cast<long long>(i) * stride] : T();
-        valid |= static_cast<unsigned>(present) << i;
-    }
-}
-
-// A group the checker proved in bounds: no checks, no mask.
-template <int BYTES, bool CHECK_ALIGN, class T, int V>
-PHOBOS_INLINE void load_group_unchecked(const T* p, T (&out)[V]) {
+// A run the checker proved inside the tensor: no bounds, no mask.
+template <int V, int BYTES, bool CHECK_ALIGN, class T>
+PHOBOS_INLINE void load_run_unchecked(const T* p, T* out) {
     if constexpr (BYTES > 0) {
         if (!CHECK_ALIGN || is_aligned<BYTES>(p)) {
-            load_vectors<BYTES>(p, out);
+            load_vectors<BYTES>(p, *reinterpret_cast<T(*)[V]>(out));
             return;
         }
     }
@@ -266,19 +246,12 @@ PHOBOS_INLINE void load_group_unchecked(const T* p, T (&out)[V]) {
     for (int i = 0; i < V; ++i) out[i] = p[i];
 }
 
-template <class T, int V, class I>
-PHOBOS_INLINE void load_group_strided_unchecked(const T* p, I stride, T (&out)[V]) {
-#pragma unroll
-    for (int i = 0; i < V; ++i) out[i] = p[static_cast<long long>(i) * stride];
-}
-
-// Store the V lanes at `in` whose bit in `present` is set and that fall inside the tensor.
+// Lanes whose bit of `mask` is clear are not written.
 template <int V, int BYTES, bool CHECK_ALIGN, class T, class I>
-PHOBOS_INLINE void store_group(T* p, I col, I extent, bool inside, const T* in,
-                               unsigned present) {
+PHOBOS_INLINE void store_run(T* p, I col, I extent, bool inside, const T* in, unsigned mask) {
     if constexpr (BYTES > 0) {
         constexpr unsigned all = (V == 32) ? ~0u : (1u << V) - 1u;
-        bool whole = inside && whole_group<V>(col, extent) && (present & all) == all;
+        bool whole = inside && whole_group<V>(col, extent) && (mask & all) == all;
         if (CHECK_ALIGN) whole = whole && is_aligned<BYTES>(p);
         if (whole) {
             store_vectors<BYTES, T, V>(p, *reinterpret_cast<const T(*)[V]>(in));
@@ -287,18 +260,94 @@ PHOBOS_INLINE void store_group(T* p, I col, I extent, bool inside, const T* in,
     }
 #pragma unroll
     for (int i = 0; i < V; ++i) {
-        if (lane_bit(present, i) && inside && below<I>(col + i, extent)) p[i] = in[i];
+        if (((mask >> i) & 1u) && inside && below<I>(col + I(i), extent)) p[i] = in[i];
     }
 }
 
-template <int V, class T, class I>
-PHOBOS_INLINE void store_group_strided(T* p, I stride, I col, I extent, bool inside,
-                                       const T* in, unsigned present) {
+// Bool tiles hold one bit a register in 32-bit words.
+template <int W> PHOBOS_INLINE bool bit(const unsigned (&words)[W], int r) {
+    return (words[r >> 5] >> (r & 31)) & 1u;
+}
+template <int W> PHOBOS_INLINE void set_bit(unsigned (&words)[W], int r, bool value) {
+    words[r >> 5] = (words[r >> 5] & ~(1u << (r & 31))) | (unsigned(value) << (r & 31));
+}
+// Bits r0 .. r0 + COUNT - 1 (a run inside one word) as bits 0 .. COUNT - 1.
+template <int COUNT, int W> PHOBOS_INLINE unsigned bits(const unsigned (&words)[W], int r0) {
+    constexpr unsigned all = (COUNT == 32) ? ~0u : (1u << COUNT) - 1u;
+    return (words[r0 >> 5] >> (r0 & 31)) & all;
+}
+
+// ------------------------------------------------------------------ async copies
+
+PHOBOS_INLINE void copy_async_16(void* shared, const void* global);  // inline PTX, below
+
+// A run of V elements (16 bytes) from global to shared memory: cp.async when it lies
+// wholly inside and aligned, else lane by lane with zeros for lanes outside.
+template <int V, bool CHECK_ALIGN, class T, class I>
+PHOBOS_INLINE void copy_run_async(T* shared, const T* p, I col, I extent, bool inside) {
+    static_assert(V * sizeof(T) == 16, "a run is one 16-byte copy");
+    bool whole = inside && whole_group<V>(col, extent);
+    if (CHECK_ALIGN) whole = whole && is_aligned<16>(p);
+    if (whole) {
+        copy_async_16(shared, p);
+        return;
+    }
 #pragma unroll
-    for (int i = 0; i < V; ++i) {
-        if (lane_bit(present, i) && inside && below<I>(col + i, extent)) {
-            p[static_cast<long long>(i) * stride] = in[i];
-        }
+    for (int i = 0; i < V; ++i) shared[i] = (inside && below<I>(col + I(i), extent)) ? p[i] : T(0);
+}
+
+// A compiler barrier on registers that an asynchronous unit writes (wgmma's accumulators):
+// their reads and writes stay on their side of the fence and wait.
+template <int N> PHOBOS_INLINE void fence_registers(float* r) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i])::"memory");
+}
+
+// ------------------------------------------------------------------ integer division
+
+// Integer division and remainder as docs/language.md defines them where C leaves them
+// undefined: by zero, the quotient is 0 and the remainder the dividend; the most
+// negative value divided by -1 wraps.
+template <class T> PHOBOS_INLINE T divide(T a, T b) {
+    if (b == T(0)) return T(0);
+    if constexpr (T(-1) < T(0)) {
+        if (b == T(-1)) return T(T(0) - a);
+    }
+    return T(a / b);
+}
+template <class T> PHOBOS_INLINE T remainder(T a, T b) {
+    if (b == T(0)) return a;
+    if constexpr (T(-1) < T(0)) {
+        if (b == T(-1)) return T(0);
+    }
+    return T(a % b);
+}
+
+// ------------------------------------------------------------------ 16-bit pairs
+
+// Two 16-bit values as one 32-bit register (lo in the low half), and back: how mma and
+// wgmma take their 16-bit operands.
+template <class T> PHOBOS_INLINE unsigned pack2(T lo, T hi) {
+    static_assert(sizeof(T) == 2, "16-bit values");
+    unsigned short a, b;
+    memcpy(&a, &lo, 2);
+    memcpy(&b, &hi, 2);
+    return unsigned(a) | (unsigned(b) << 16);
+}
+template <class T> PHOBOS_INLINE void unpack2(unsigned bits, T& lo, T& hi) {
+    static_assert(sizeof(T) == 2, "16-bit values");
+    const unsigned short a = static_cast<unsigned short>(bits), b = static_cast<unsigned short>(bits >> 16);
+    memcpy(&lo, &a, 2);
+    memcpy(&hi, &b, 2);
+}
+
+// The same fence on 16-bit registers (a wgmma's register A operand).
+template <int N, class T> PHOBOS_INLINE void fence_registers_16(T* r) {
+#pragma unroll
+    for (int i = 0; i < N; i += 2) {
+        unsigned both = pack2(r[i], r[i + 1]);
+        asm volatile("" : "+r"(both)::"memory");
+        unpack2(both, r[i], r[i + 1]);
     }
 }
 
@@ -381,53 +430,9 @@ template <class T> PHOBOS_INLINE T shuffle_xor(T v, int lane_mask) {
     return __shfl_xor_sync(0xffffffffu, v, lane_mask);
 }
 
-// 1 when some lane of this lane's aligned segment of WIDTH lanes (a power of two) has
-// `p`, else 0: one vote for the whole warp where a butterfly would take log2(WIDTH) shuffles.
-template <int WIDTH> PHOBOS_INLINE int any_in_segment(bool p) {
-    const unsigned votes = __ballot_sync(0xffffffffu, p);
-    if constexpr (WIDTH == 32) {
-        return votes != 0u;
-    } else {
-        const unsigned first = (threadIdx.x & 31u) & ~(WIDTH - 1u);
-        return ((votes >> first) & ((1u << WIDTH) - 1u)) != 0u;
-    }
-}
-
-// ------------------------------------------------------------------ dot
-
-// Mark bit `bit` of a shared-memory word (which k of a row or column is present).
-PHOBOS_INLINE void set_bit(u64* word, int bit) { atomicOr(word, 1ull << bit); }
-
-// Bits lo .. hi - 1 of a word, clipped to 0 .. 63: the k of one word of a bit set that a
-// window operand holds.
-template <class I> PHOBOS_INLINE u64 bit_range(I lo, I hi) {
-    if (lo < I(0)) lo = I(0);
-    if (hi > I(64)) hi = I(64);
-    if (lo >= hi) return 0;
-    const u64 below_hi = hi == I(64) ? ~0ull : (1ull << int(hi)) - 1ull;
-    return below_hi & ~((1ull << int(lo)) - 1ull);
-}
-
 // ------------------------------------------------------------------ inline PTX
-// The tensor-core and async-copy instructions.  A host emulator of the kernels
-// (the code generator's tests) defines PHOBOS_HOST_EMULATION and supplies these.
+// The tensor-core and async-copy instructions.
 
-PHOBOS_INLINE void copy_async_16(void* shared, const void* global);
-PHOBOS_INLINE void copy_async_wait();
-PHOBOS_INLINE void copy_async_commit();
-template <int PENDING> PHOBOS_INLINE void copy_async_wait_pending();
-PHOBOS_INLINE void load_matrix_x2_trans(unsigned (&r)[2], const void* row);
-PHOBOS_INLINE void load_matrix_x4(unsigned (&r)[4], const void* row);
-PHOBOS_INLINE void load_matrix_x4_trans(unsigned (&r)[4], const void* row);
-template <class T>
-PHOBOS_INLINE void mma_16816(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]);
-PHOBOS_INLINE void fence_async_shared();
-PHOBOS_INLINE void wgmma_fence();
-PHOBOS_INLINE void wgmma_commit();
-template <int PENDING> PHOBOS_INLINE void wgmma_wait();
-PHOBOS_INLINE u64 wgmma_descriptor(const void* start, unsigned lbo, unsigned sbo, unsigned mode);
-
-#ifndef PHOBOS_HOST_EMULATION
 PHOBOS_INLINE unsigned shared_address(const void* p) {
     return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
@@ -448,6 +453,14 @@ PHOBOS_INLINE void copy_async_commit() { asm volatile("cp.async.commit_group;\n"
 // Every committed group of this thread but the newest PENDING has landed.
 template <int PENDING> PHOBOS_INLINE void copy_async_wait_pending() {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING) : "memory");
+}
+
+// Two 8x8 matrices of 16-bit values into a warp's fragments; lanes 0-15 give the rows'
+// addresses (matrix j: lanes 8j to 8j + 7).
+PHOBOS_INLINE void load_matrix_x2(unsigned (&r)[2], const void* row) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n"
+                 : "=r"(r[0]), "=r"(r[1])
+                 : "r"(shared_address(row)));
 }
 
 // Two 8x8 matrices of 16-bit values, transposed into a warp's fragments; lanes 0-15
@@ -474,10 +487,11 @@ PHOBOS_INLINE void load_matrix_x4_trans(unsigned (&r)[4], const void* row) {
                  : "r"(shared_address(row)));
 }
 
-// d += a * b on the tensor cores: one m16n8k16 product of one warp, operands as the
-// PTX ISA lays out its fragments (a: 4 x 2 halves, b: 2 x 2 halves, d: 4 x f32).
+// d += a * b on the tensor cores, with the fragments as 32-bit registers.
+template <class T>
+PHOBOS_INLINE void mma_16816(float* d, const unsigned (&a)[4], const unsigned (&b)[2]);
 template <>
-PHOBOS_INLINE void mma_16816<f16>(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+PHOBOS_INLINE void mma_16816<f16>(float* d, const unsigned (&a)[4], const unsigned (&b)[2]) {
     asm volatile(
         "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
         "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
@@ -485,7 +499,7 @@ PHOBOS_INLINE void mma_16816<f16>(float (&d)[4], const unsigned (&a)[4], const u
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 template <>
-PHOBOS_INLINE void mma_16816<bf16>(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+PHOBOS_INLINE void mma_16816<bf16>(float* d, const unsigned (&a)[4], const unsigned (&b)[2]) {
     asm volatile(
         "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
         "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
@@ -519,7 +533,16 @@ PHOBOS_INLINE u64 wgmma_descriptor(const void* start, unsigned lbo, unsigned sbo
     return u64((shared_address(start) & 0x3FFFF) >> 4) | (u64((lbo >> 4) & 0x3FFF) << 16) |
            (u64((sbo >> 4) & 0x3FFF) << 32) | (u64(mode) << 62);
 }
-#endif
+
+// p moved up to the next multiple of ALIGN bytes in the shared address space.
+template <int ALIGN> PHOBOS_INLINE unsigned char* align_shared(unsigned char* p) {
+    if constexpr (ALIGN <= 16) {
+        return p;
+    } else {
+        const unsigned at = shared_address(p);
+        return p + ((ALIGN - int(at % ALIGN)) % ALIGN);
+    }
+}
 
 // The element offset of (row, col) in a tile of 16-bit values staged for wgmma: ROWS rows of
 // W bytes (a swizzle atom's width) per atom, atoms side by side along col, and each row's
@@ -530,29 +553,5 @@ template <int W, int ROWS> PHOBOS_INLINE int swizzled_offset(int row, int col) {
     return (linear ^ (((linear >> 7) & (W / 16 - 1)) << 4)) / 2;
 }
 
-// p moved up to the next multiple of ALIGN bytes in its own address space.
-template <int ALIGN> PHOBOS_INLINE unsigned char* align_shared(unsigned char* p) {
-#ifdef PHOBOS_HOST_EMULATION
-    const unsigned long long at = reinterpret_cast<unsigned long long>(p);
-#else
-    const unsigned at = shared_address(p);
-#endif
-    return p + ((ALIGN - int(at % ALIGN)) % ALIGN);
-}
-
-// One group of V 16-bit lanes (16 bytes) from global to shared memory: cp.async when
-// the whole group is inside and aligned, else lane by lane with zeros for absent lanes.
-template <int V, bool CHECK_ALIGN, class T, class I>
-PHOBOS_INLINE void copy_group_async(T* shared, const T* p, I col, I extent, bool inside) {
-    static_assert(V * sizeof(T) == 16, "a group is one 16-byte copy");
-    bool whole = inside && whole_group<V>(col, extent);
-    if (CHECK_ALIGN) whole = whole && is_aligned<16>(p);
-    if (whole) {
-        copy_async_16(shared, p);
-        return;
-    }
-#pragma unroll
-    for (int i = 0; i < V; ++i) shared[i] = (inside && below<I>(col + i, extent)) ? p[i] : T();
-}
 
 }  // namespace phobos
