@@ -4,7 +4,7 @@ One store shared with the inference runtime, so a kernel compiles once per chip.
 versioned and documented in docs/cache.md.
 """
 
-from phobos.cache.cache import RECORD_FILE, Cache, Pruned, record_key
+from phobos.cache.cache import RECORD_FILE, Cache, Pins, Pruned, record_key
 from phobos.cache.disk import STALE_TEMP_SECONDS
 from phobos.cache.entry import Entry, EntryInfo, Problem
 from phobos.cache.kernel import CONTRACT_FILE, CUBIN_FILE, PTX_FILE, kernel_record
@@ -26,6 +26,7 @@ __all__ = [
     "CacheWarning",
     "Entry",
     "EntryInfo",
+    "Pins",
     "Problem",
     "Pruned",
     "cache_key",
