@@ -17,13 +17,15 @@ NAMESPACE = "autotune"
 
 
 def cached_report(key: str, cache: Any = None) -> Report | None:
-    """The stored report for ``key``, or None (also when the record cannot be read)."""
+    """The stored report for ``key``, or None (also when the record cannot be read: one that
+    is not JSON, or not a report, written by another version or a damaged writer; the cache
+    removes an unreadable record and ``tune`` stores a new one)."""
     record = _cache(cache).get_record(NAMESPACE, key)
-    if record is None:
+    if not isinstance(record, dict) or not isinstance(record.get("report"), dict):
         return None
     try:
         return Report.from_json(record["report"])
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError, ValueError, AttributeError, RecursionError):
         return None
 
 
