@@ -212,9 +212,16 @@ def _open(name: str, flags: int, folder: int | None) -> int:
     try:
         return os.open(name, flags, dir_fd=folder)
     except OSError as exc:
-        if exc.errno == errno.ELOOP:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK) and _is_link(name, folder):
             raise Untrusted(f"{name} is a symbolic link") from None
         raise
+
+
+def _is_link(name: str, folder: int | None) -> bool:
+    try:
+        return stat.S_ISLNK(os.lstat(name, dir_fd=folder).st_mode)
+    except OSError:
+        return False
 
 
 def _check(status: os.stat_result, owners: Collection[int], what: str, kind) -> None:
