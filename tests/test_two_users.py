@@ -1,4 +1,4 @@
-"""Two users on one machine (docs/cache.md, section 2): what another user plants in a cache
+"""Two users on one machine (docs/cache.md, section 1): what another user plants in a cache
 root you share is never loaded, neither a native launcher extension nor a cache entry; a root
 another user owns is used not at all, with one warning; a shared cache is read only when its
 owner pinned it and you named that owner.

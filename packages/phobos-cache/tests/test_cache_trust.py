@@ -1,4 +1,4 @@
-"""The trust model (docs/cache.md, section 2), as one user can test it: a root others may write
+"""The trust model (docs/cache.md, section 1), as one user can test it: a root others may write
 to is refused as a whole, with one warning; what the cache makes is private; what it reads is
 opened without following links and checked on the descriptor.  Another user's files are in
 tests/test_two_users.py (they need root)."""

@@ -81,7 +81,7 @@ class Cache:
     ``$PHOBOS_CACHE_MAX_BYTES``, else 2 GiB).  ``get_or_build`` waits at most ``build_wait``
     seconds for another process building the same entry.
 
-    The root must be yours and writable by no one else (docs/cache.md, section 2); another
+    The root must be yours and writable by no one else (docs/cache.md, section 1); another
     one is not read at all (``refused`` says why), unless it belongs to ``trusted_owner``
     (default: ``$PHOBOS_CACHE_TRUSTED_OWNER``; a name or uid) and that account pinned it:
     then its pinned entries are read and nothing is written there (``shared``)."""
@@ -250,7 +250,7 @@ class Cache:
 
     def pin(self) -> Pins:
         """Pin every good entry, so that other accounts may read this cache as a shared one
-        (docs/cache.md, section 2): write ``ROOT/v1/pins.json`` and let everyone read (never
+        (docs/cache.md, section 1): write ``ROOT/v1/pins.json`` and let everyone read (never
         write) the root and the pinned entries.  Only the owner of a writable cache can."""
         if not isinstance(self._store, DiskStore) or self.shared:
             why = self.refused or "it cannot be written here"

@@ -61,7 +61,7 @@ class DiskStore:
     def open(self) -> None:
         """Create the folders (the root private to the user), check that they are the user's and
         prove they are writable.  ``Untrusted`` when the root may not be used (docs/cache.md,
-        section 2); another ``OSError`` when it cannot be created or written."""
+        section 1); another ``OSError`` when it cannot be created or written."""
         try:
             os.stat(self.root)
         except (FileNotFoundError, NotADirectoryError):  # missing: create it, or fail trying

@@ -4,7 +4,7 @@
   (and checked), so a read-only cache, baked into an image for example, still serves its
   kernels; what this process builds lives only as long as it does.
 - A folder that may not be trusted (``refused_store``: another user's, or one others may write
-  to, docs/cache.md section 2): nothing in it is read at all.
+  to, docs/cache.md section 1): nothing in it is read at all.
 - A shared cache that another account pinned (``pinned``): its pinned entries are read.
 
 Each problem is said once per process, with one ``CacheWarning``.
@@ -141,7 +141,7 @@ def refused_store(root: Path, problem: str) -> MemoryOverDisk:
         f"kernels in it. Kernels built in this process are cached in memory only. Use a folder "
         f"only you can write (unset {ROOT_ENV} for your own default, or point it at a new "
         f"folder), or, for a shared cache its owner pinned for you, set {TRUSTED_OWNER_ENV} "
-        "to that owner (docs/cache.md, section 2).",
+        "to that owner (docs/cache.md, section 1).",
     )
     return over(NoDisk(root))
 

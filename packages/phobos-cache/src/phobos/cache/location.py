@@ -45,7 +45,7 @@ def _user_cache_dir() -> Path:
 
 def default_trusted_owner() -> str | None:
     """``$PHOBOS_CACHE_TRUSTED_OWNER``: the account (name or uid) whose pinned shared cache the
-    user trusts (docs/cache.md, section 2), else None."""
+    user trusts (docs/cache.md, section 1), else None."""
     return os.environ.get(TRUSTED_OWNER_ENV, "").strip() or None
 
 

@@ -1,4 +1,4 @@
-"""A shared, read-only cache that another account owns and pins (docs/cache.md, section 2).
+"""A shared, read-only cache that another account owns and pins (docs/cache.md, section 1).
 
 An inference fleet's cache, say: one account builds it, many read it.  The owner runs
 ``phobos-cache pin``, which checks every entry, writes ``ROOT/v1/pins.json`` (the sha256 of each

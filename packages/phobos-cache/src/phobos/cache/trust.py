@@ -1,6 +1,6 @@
 """Whom the cache trusts: what it loads must be yours (or root's) and writable by no one else.
 
-The rule is OpenSSH's for its own files (``StrictModes``), docs/cache.md section 2:
+The rule is OpenSSH's for its own files (``StrictModes``), docs/cache.md section 1:
 
 - the cache root, and every folder and file the cache reads in it, is owned by the current user
   (``os.geteuid()``) or by root, and has neither the group nor the other write bit;

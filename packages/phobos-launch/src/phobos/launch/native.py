@@ -18,7 +18,7 @@ what it does.  ``native_status()`` (``python -m phobos.launch``) says which appl
 
 Loading a shared library runs its code, so the extension is only loaded from a folder
 only you can write (``private``: yours, no group or other write bit, nor on the way to
-it, as docs/cache.md section 2 says of the cache), and only when its sha256 is the one
+it, as docs/cache.md section 1 says of the cache), and only when its sha256 is the one
 recorded beside it when it was built.  A cache folder that fails the check is not used
 at all: the extension is built in a private temporary folder for the process, with one
 ``LaunchWarning``; a build that fails its sha256 is built again, with one warning too.

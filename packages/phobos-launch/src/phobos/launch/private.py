@@ -1,6 +1,6 @@
 """Is a folder safe to load code from: the check made before the native extension is loaded.
 
-The rule is the kernel cache's (docs/cache.md, section 2), which is OpenSSH's for its own
+The rule is the kernel cache's (docs/cache.md, section 1), which is OpenSSH's for its own
 files: the folder is owned by you (``os.geteuid()``) or root and neither its group nor others
 may write to it; each folder above it is owned by you or root and is not writable by others
 unless it has the sticky bit (as ``/tmp`` has), so no one else can rename what is in it.  Files
