@@ -124,11 +124,12 @@ def root_problem(root: Path, owners: Collection[int] | None = None) -> str | Non
 
 
 def private_folder(path: Path, mode: int = 0o700) -> None:
-    """Create the folder ``path`` (with ``mode``) or make sure the existing one is yours.
+    """Create the folder ``path`` (with ``mode``) or make sure the existing one may be used.
 
     A folder of yours that group or others may write to (an older Phobos made its folders
-    with the umask) loses those bits.  ``Untrusted`` for someone else's folder or a symbolic
-    link; ``OSError`` when it cannot be created or is not a folder."""
+    with the umask) loses those bits.  ``Untrusted`` for another user's folder, one of root's
+    that others may write to, or a symbolic link; another ``OSError`` when it cannot be
+    created or is not a folder (a folder of root's is trusted, but writing in it will fail)."""
     with contextlib.suppress(FileExistsError):
         os.mkdir(path, mode)
     if not POSIX:
@@ -136,10 +137,10 @@ def private_folder(path: Path, mode: int = 0o700) -> None:
     descriptor = _open(str(path), _READ_FOLDER, None)
     try:
         status = os.fstat(descriptor)
-        if status.st_uid != you():
-            raise Untrusted(f"{path} {status_problem(status, {you()})}")
-        if status.st_mode & _OTHERS_WRITE:
+        if status.st_uid == you() and status.st_mode & _OTHERS_WRITE:
             os.fchmod(descriptor, stat.S_IMODE(status.st_mode) & ~_OTHERS_WRITE)
+        elif (problem := status_problem(status, default_owners())) is not None:
+            raise Untrusted(f"{path} {problem}")
     finally:
         os.close(descriptor)
 
