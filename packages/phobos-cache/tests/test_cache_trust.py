@@ -187,10 +187,17 @@ def test_the_warning_is_one_clean_line(root: Path) -> None:
 
 def test_a_new_default_root_is_made_private(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
     monkeypatch.delenv("PHOBOS_CACHE_DIR")
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    cache = Cache()
-    assert cache.root == tmp_path / "xdg" / "phobos" and not cache.in_memory
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "home" / ".cache"))  # neither exists
+    old = os.umask(0o002)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", CacheWarning)
+            cache = Cache()
+    finally:
+        os.umask(old)
+    assert cache.root == tmp_path / "home" / ".cache" / "phobos" and not cache.in_memory
     assert _mode(cache.root) == 0o700
+    assert _mode(tmp_path / "home") == _mode(tmp_path / "home" / ".cache") == 0o755
 
 
 def test_an_unknown_trusted_owner_is_an_error(root: Path) -> None:

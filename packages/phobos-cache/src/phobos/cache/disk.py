@@ -39,6 +39,7 @@ from phobos.cache.trust import (
     Untrusted,
     WrongSize,
     default_owners,
+    make_parents,
     private_folder,
     root_problem,
 )
@@ -65,7 +66,7 @@ class DiskStore:
         try:
             os.stat(self.root)
         except (FileNotFoundError, NotADirectoryError):  # missing: create it, or fail trying
-            self.root.parent.mkdir(parents=True, exist_ok=True)
+            make_parents(self.root)
             try:
                 os.mkdir(self.root, 0o700)
                 os.chmod(self.root, 0o700)  # whatever the umask

@@ -123,6 +123,19 @@ def root_problem(root: Path, owners: Collection[int] | None = None) -> str | Non
     return None
 
 
+def make_parents(path: Path) -> None:
+    """Create the missing folders above ``path`` as ``mkdir -p`` would, but never writable by
+    group or others whatever the umask (else ``root_problem`` would refuse what was just made)."""
+    missing = []
+    for parent in path.parents:
+        if parent.exists():
+            break
+        missing.append(parent)
+    for parent in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(parent, 0o755)
+
+
 def private_folder(path: Path, mode: int = 0o700) -> None:
     """Create the folder ``path`` (with ``mode``) or make sure the existing one may be used.
 

@@ -82,7 +82,7 @@ def make_folder(path: Path, tighten: bool) -> None:
     """Create the folder ``path`` private to you (mode 0700) if it is missing.  With
     ``tighten``, an existing folder of yours that others may write to loses those bits (an
     older Phobos made it with the umask); someone else's is left alone."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_parents(path)
     try:
         os.mkdir(path, 0o700)
     except FileExistsError:
@@ -90,6 +90,19 @@ def make_folder(path: Path, tighten: bool) -> None:
             _tighten(path)
         return
     os.chmod(path, 0o700)  # whatever the umask
+
+
+def make_parents(path: Path) -> None:
+    """Create the missing folders above ``path`` as ``mkdir -p`` would, but never writable by
+    group or others whatever the umask (else the check would refuse what was just made)."""
+    missing = []
+    for parent in path.parents:
+        if parent.exists():
+            break
+        missing.append(parent)
+    for parent in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(parent, 0o755)
 
 
 def read_checked(path: Path) -> bytes:
