@@ -38,15 +38,15 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def as_other_user(plant: Callable[[], None]) -> None:
-    """Run ``plant`` in a forked child that is uid/gid 65534, and wait for it."""
+def as_other_user(plant: Callable[[], None], uid: int = OTHER) -> None:
+    """Run ``plant`` in a forked child that is ``uid`` (and the same gid), and wait for it."""
     pid = os.fork()
     if pid == 0:  # the child: never returns into pytest
         code = 1
         try:
             os.setgroups([])
-            os.setgid(OTHER)
-            os.setuid(OTHER)
+            os.setgid(uid)
+            os.setuid(uid)
             os.umask(0o022)
             plant()
             code = 0
@@ -244,6 +244,28 @@ def test_the_cli_on_the_other_user_s_root_is_one_line(shared: Path, kernel_files
         (line,) = captured.err.splitlines()
         assert line.startswith(f"phobos-cache: error: not using {root} is owned by uid 65534")
     assert len(list(root.rglob(CUBIN_FILE))) == 1  # `clear` removed nothing of theirs
+
+
+@pytest.mark.parametrize("owner", [0, OTHER - 1], ids=["root's", "a third user's"])
+def test_a_root_you_cannot_enter_is_no_error(shared: Path, kernel_files, owner: int, capfd):
+    """For once the other user is the victim: a 0700 root it cannot enter (the issue's
+    PermissionError on every compile, and a traceback from ``phobos-cache list``)."""
+    root = shared / "cache"
+    as_other_user(lambda: root.mkdir(mode=0o700), uid=owner)
+    key, record, files = kernel_files("k", b"mine")
+
+    def use() -> None:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            entry, built = Cache(root).get_or_build(key, record, lambda: files)
+            assert built and entry.path is None and entry.read(CUBIN_FILE) == b"mine"
+            assert len([w for w in caught if issubclass(w.category, CacheWarning)]) == 1
+            listed = cache_cli(["--root", str(root), "list"])
+        assert listed == (0 if owner == 0 else 1)  # root's is trusted, merely unwritable
+
+    as_other_user(use)
+    err = capfd.readouterr().err
+    assert "Traceback" not in err
 
 
 def test_an_entry_planted_in_your_own_loose_root_is_refused(
