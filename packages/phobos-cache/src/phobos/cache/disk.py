@@ -74,10 +74,11 @@ class DiskStore:
                 pass
         except OSError as exc:
             raise Untrusted(f"{self.root} cannot be checked ({exc.strerror or exc})") from None
-        problem = root_problem(self.root, self.owners)
+        real = Path(os.path.realpath(self.root))  # resolved once: checked and used
+        problem = root_problem(real, self.owners)
         if problem is not None:
             raise Untrusted(f"{self.root} {problem}")
-        self._place(Path(os.path.realpath(self.root)))
+        self._place(real)
         for folder in (self.layout, self.temp, self.locks):
             private_folder(folder)
         probe = tempfile.mkdtemp(prefix=_TRASH_PREFIX, dir=self.temp)

@@ -44,10 +44,11 @@ class PinnedStore(DiskStore):
 
     def open(self) -> None:
         """Check the root and read the pins; ``Untrusted`` says why the root cannot be used."""
-        problem = root_problem(self.root, self.owners)
+        real = Path(os.path.realpath(self.root))  # resolved once: checked and used
+        problem = root_problem(real, self.owners)
         if problem is not None:
             raise Untrusted(f"{self.root} {problem}")
-        self._place(Path(os.path.realpath(self.root)))
+        self._place(real)
         where = self.layout / PINS_NAME
         try:
             with Folder(self.layout, self.owners) as layout:

@@ -232,10 +232,11 @@ def _find_and_load(folder: Path) -> ModuleType:
     """The extension from ``folder`` if it may be trusted; else one built privately."""
     try:
         make_folder(folder.parent, tighten=False)  # the cache root: 0700 when made here
-        problem = folder_problem(folder.parent)
+        root = Path(os.path.realpath(folder.parent))  # resolved once: checked and used
+        problem = folder_problem(root)
         if problem is not None:
             raise Untrusted(f"{folder.parent} {problem}")
-        path = build_extension(folder)
+        path = build_extension(root / folder.name)
     except Untrusted as exc:
         _warn_once(
             f"phobos launch: not loading the native launcher from {folder}: {exc}, so another "
@@ -259,9 +260,11 @@ def build_extension(folder: Path) -> Path:
     to a temporary name first and is renamed, so no process loads a half-written file.
     """
     make_folder(folder, tighten=True)
-    problem = folder_problem(folder)
+    real = Path(os.path.realpath(folder))  # resolved once: checked and used
+    problem = folder_problem(real)
     if problem is not None:
         raise Untrusted(f"{folder} {problem}")
+    folder = real
     path = folder / extension_name()
     record = path.with_name(path.name + DIGEST_SUFFIX)
     with _build_lock(folder):
