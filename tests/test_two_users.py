@@ -288,6 +288,27 @@ def test_an_entry_planted_in_your_own_loose_root_is_refused(
     assert Cache(root).get(key).read(CUBIN_FILE) == b"ours"
 
 
+def test_a_link_the_other_user_owns_is_followed_once(shared: Path, tmp_path: Path, kernel_files):
+    """``PHOBOS_CACHE_DIR`` names a link in a shared folder; its owner points it at your own
+    cache, then at theirs: a cache opened before keeps to the folder it checked."""
+    mine, theirs, link = tmp_path / "mine", shared / "theirs", shared / "link"
+    key, record, files = kernel_files("k", b"ours")
+    mine.mkdir(mode=0o700)
+    as_other_user(lambda: link.symlink_to(mine))
+    cache = Cache(link)
+    assert not cache.in_memory and cache.put(key, record, files).path.is_relative_to(mine)
+
+    def switch() -> None:
+        _plant_entry(theirs, key, record, tampered_cubin(files))
+        link.unlink()
+        link.symlink_to(theirs)
+
+    as_other_user(switch)
+    assert cache.get(key).read(CUBIN_FILE) == b"ours"
+    with pytest.warns(CacheWarning, match="owned by uid 65534"):
+        assert Cache(link).get(key) is None
+
+
 def _plant_entry(root: Path, key: str, record: dict, files: dict[str, bytes]) -> None:
     """Write an entry by hand, as a foreign writer following docs/cache.md would."""
     from phobos.cache.manifest import build_manifest, encode_manifest
