@@ -40,7 +40,6 @@ from phobos.cache.pinned import PinnedStore, share, write_pins
 from phobos.cache.trust import Untrusted, owner_uid, you
 from phobos.cache.warn import warn_build_wait, warn_corrupt
 
-__all__ = ["RECORD_FILE", "Cache", "Pins", "Pruned", "record_key"]
 EVICT_TO = 0.9  # after crossing the bound, evict down to this fraction of it
 
 # Bytes stored per (root, in memory), shared by every Cache in the process, so a caller may make
