@@ -72,3 +72,32 @@ def test_a_corrupted_cubin_is_rebuilt_with_a_warning(tmp_path):
         )
     assert not rebuilt.from_cache
     assert compile_in_a_new_process(tmp_path)["from_cache"] is True
+
+
+def test_a_contract_the_compiler_cannot_read_is_rebuilt_with_a_warning(tmp_path):
+    """An entry whose files match their sha256 but whose contract is not this compiler's
+    (another writer's): a miss, removed and compiled again, never an exception."""
+    import hashlib
+
+    from phobos.cache import Cache
+    from phobos.compile.cached import compile_cached
+    from phobos.frontend import translate_file
+
+    first = compile_in_a_new_process(tmp_path)
+    (contract,) = list(tmp_path.rglob("contract.json"))
+    data = json.dumps({"format_version": 999, "kernel": "saxpy"}).encode()
+    contract.write_bytes(data)
+    manifest_path = contract.with_name("manifest.json")
+    manifest = json.loads(manifest_path.read_text())
+    for spec in manifest["files"]:
+        if spec["name"] == "contract.json":
+            spec.update(size=len(data), sha256=hashlib.sha256(data).hexdigest())
+    manifest_path.write_text(json.dumps(manifest))
+
+    program = translate_file(ROOT / "tests" / "gpu" / "saxpy_kernel.py")
+    with pytest.warns(Warning, match="holds no kernel this compiler can read"):
+        rebuilt = compile_cached(
+            program.module, "saxpy", {"BLOCK": 256}, arch="sm_90", cache=Cache(tmp_path)
+        )
+    assert not rebuilt.from_cache and rebuilt.contract.entry == first["entry"]
+    assert compile_in_a_new_process(tmp_path)["from_cache"] is True

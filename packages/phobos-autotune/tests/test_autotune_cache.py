@@ -57,6 +57,16 @@ def test_a_choice_over_disagreeing_variants_serves_only_on_disagreement_default(
         tune(problem(), fake.FAST, cache)  # searches again rather than read it silently
 
 
+def test_retune_replaces_the_stored_result(fake, tmp_path):
+    cache = Cache(tmp_path / "c")
+    first = tune(fake.scale_problem({16: twice, 32: fake.slow}), fake.FAST, cache)
+    assert first.choice == {"B": 16}
+    options = Options(**{**fake.FAST.__dict__, "retune": True})
+    second = tune(fake.scale_problem({16: fake.slow, 32: twice}), options, cache)
+    assert second.choice == {"B": 32}
+    assert cached_report(first.key, cache).choice == {"B": 32}
+
+
 def test_one_summary_line_when_stderr_is_not_a_terminal(fake, capsys):
     options = Options(**{**fake.FAST.__dict__, "progress": None})
     tune(fake.scale_problem({16: twice, 32: twice}), options)
@@ -79,3 +89,39 @@ def test_a_progress_bar_on_a_terminal(fake, monkeypatch):
     shown = terminal.getvalue()
     assert "tuning scale" in shown and "\r" in shown
     assert shown.rstrip().splitlines()[-1].startswith("phobos autotune scale [")
+
+
+def _rewrite_record(cache, key: str, data: bytes) -> None:
+    """What a foreign or damaged writer leaves: new bytes, and a manifest that agrees."""
+    import hashlib
+    import json
+
+    from phobos.cache import record_key
+
+    folder = cache.info(record_key(NAMESPACE, key)).path
+    (folder / "record.json").write_bytes(data)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest["files"] = [
+        {"name": "record.json", "size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    ]
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b"not json", b"[" * 100_000 + b"]" * 100_000, b'{"report": [1]}', b'{"report": {"x": 1}}'],
+    ids=["not JSON", "too deep", "report not an object", "not a report"],
+)
+def test_an_unreadable_record_is_tuned_again(fake, tmp_path, data):
+    import warnings
+
+    cache = Cache(tmp_path / "c")
+    first = tune(fake.scale_problem({16: twice}), fake.FAST, cache)
+    _rewrite_record(cache, first.key, data)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the cache says it removed a corrupt entry
+        assert cached_report(first.key, cache) is None
+        ran: list[int] = []
+        again = tune(fake.scale_problem({16: twice}, ran=ran), fake.FAST, cache)
+    assert ran and not again.from_cache
+    assert cached_report(first.key, cache).choice == {"B": 16}

@@ -17,6 +17,7 @@ from phobos.cache import (
     kernel_record,
 )
 from phobos.cache import cache as cache_module
+from phobos.cache import warn as warn_module
 
 KernelMaker = Callable[..., tuple[str, dict, dict[str, bytes]]]
 
@@ -29,6 +30,8 @@ def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(fallback, "_warned_unwritable", False)
     monkeypatch.setattr(fallback, "_memory_stores", {})
     monkeypatch.setattr(cache_module, "_running_totals", {})
+    monkeypatch.setattr(warn_module, "_said", set())
+    monkeypatch.delenv("PHOBOS_CACHE_TRUSTED_OWNER", raising=False)
 
 
 @pytest.fixture

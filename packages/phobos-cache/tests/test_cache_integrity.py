@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -53,6 +54,35 @@ def _future_layout(path: Path) -> None:
     (path / "manifest.json").write_text(json.dumps(manifest))
 
 
+def _edit_manifest(path: Path, **fields: object) -> None:
+    manifest = json.loads((path / "manifest.json").read_text())
+    manifest.update(fields)
+    (path / "manifest.json").write_text(json.dumps(manifest))
+
+
+def _deep_manifest(path: Path) -> None:
+    """Too deep for Python's JSON parser: it raises RecursionError, not ValueError."""
+    (path / "manifest.json").write_text('{"record": ' + "[" * 100_000 + "]" * 100_000 + "}")
+
+
+def _deep_record(path: Path) -> None:
+    """Near the depth where parsing or hashing the key record (both recursive) gives up."""
+    manifest = json.loads((path / "manifest.json").read_text())
+    manifest["record"] = "RECORD"
+    deep = '{"x": ' + "[" * 950 + "]" * 950 + "}"
+    (path / "manifest.json").write_text(json.dumps(manifest).replace('"RECORD"', deep))
+
+
+def _rewrite(path: Path, name: str, data: bytes) -> None:
+    """What a foreign writer does: new bytes for a file, and a manifest that agrees."""
+    (path / name).write_bytes(data)
+    manifest = json.loads((path / "manifest.json").read_text())
+    for spec in manifest["files"]:
+        if spec["name"] == name:
+            spec.update(size=len(data), sha256=hashlib.sha256(data).hexdigest())
+    (path / "manifest.json").write_text(json.dumps(manifest))
+
+
 DAMAGE: dict[str, tuple[Callable[[Path], None], str]] = {
     "truncated": (_truncate, "'kernel.ptx' has 10 bytes"),
     "bit flip": (_flip_a_bit, "'kernel.cubin' does not match its sha256"),
@@ -62,6 +92,35 @@ DAMAGE: dict[str, tuple[Callable[[Path], None], str]] = {
     "changed record": (_change_record, "does not hash to the key"),
     "wrong sha": (_lie_about_sha, "does not match its sha256"),
     "other layout": (_future_layout, "layout_version 2"),
+    "deep manifest": (_deep_manifest, "nested too deeply"),
+    "deep record": (_deep_record, "manifest.json"),
+    "manifest not an object": (
+        lambda p: (p / "manifest.json").write_text("[1, 2]"),
+        "not a JSON object",
+    ),
+    "manifest not UTF-8": (lambda p: (p / "manifest.json").write_bytes(b"\xff\xfe{"), "JSON"),
+    "files not a list": (lambda p: _edit_manifest(p, files="kernel.cubin"), "malformed 'files'"),
+    "size as text": (
+        lambda p: _edit_manifest(
+            p, files=[{"name": "kernel.cubin", "size": "20", "sha256": "0" * 64}]
+        ),
+        "malformed 'files'",
+    ),
+    "created as text": (lambda p: _edit_manifest(p, created="yesterday"), "'created'"),
+    "created not finite": (lambda p: _edit_manifest(p, created=float("nan")), "'created'"),
+    "created true": (lambda p: _edit_manifest(p, created=True), "'created'"),
+    "contract not JSON": (
+        lambda p: _rewrite(p, "contract.json", b"\x7fELF not json"),
+        "'contract.json' is not valid JSON",
+    ),
+    "contract too deep": (
+        lambda p: _rewrite(p, "contract.json", b"[" * 100_000 + b"]" * 100_000),
+        "nested too deeply",
+    ),
+    "contract an array": (
+        lambda p: _rewrite(p, "contract.json", b"[]"),
+        "'contract.json' is not a JSON object",
+    ),
 }
 
 
@@ -121,3 +180,43 @@ def test_a_put_over_a_corrupt_entry_replaces_it(cache: Cache, kernel) -> None:
         entry = cache.put(key, record, files)
     assert entry.read("kernel.cubin") == files["kernel.cubin"]
     assert cache.check(key) is None
+
+
+RECORD_DAMAGE = {
+    "not JSON": b"{not json",
+    "an array": b"[1, 2]",
+    "too deep": b"[" * 100_000 + b"]" * 100_000,
+    "not UTF-8": b"\xff",
+}
+
+
+@pytest.mark.parametrize("damage", RECORD_DAMAGE, ids=list(RECORD_DAMAGE))
+def test_a_record_that_is_not_a_json_object_is_a_miss(cache: Cache, damage: str) -> None:
+    cache.put_record("autotune", "k", {"choice": {"B": 16}})
+    (key,) = cache.keys()
+    _rewrite(cache.info(key).path, "record.json", RECORD_DAMAGE[damage])
+    problems = cache.verify()
+    assert [p.key for p in problems] == [key] and "'record.json'" in problems[0].message
+    with pytest.warns(CacheWarning, match="record.json"):
+        assert cache.get_record("autotune", "k") is None
+    assert cache.keys() == []
+    cache.put_record("autotune", "k", {"choice": {"B": 32}})
+    assert cache.get_record("autotune", "k") == {"choice": {"B": 32}}
+
+
+def test_verify_and_the_cli_report_a_deep_manifest_without_a_traceback(
+    cache: Cache, kernel, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from phobos.cache.cli import main
+
+    key, record, files = kernel()
+    _deep_manifest(cache.put(key, record, files).path)
+    assert main(["--root", str(cache.root), "list"]) == 0
+    assert main(["--root", str(cache.root), "info", key[:10]]) == 1
+    assert main(["--root", str(cache.root), "verify"]) == 1
+    out = capsys.readouterr().out
+    assert f"BAD {key}: manifest.json is nested too deeply to read" in out
+    assert main(["--root", str(cache.root), "verify", "--remove"]) == 1
+    assert main(["--root", str(cache.root), "verify"]) == 0
+    entry, built = cache.get_or_build(key, record, lambda: files)
+    assert built and dict(entry.files) == files

@@ -3,6 +3,7 @@ driver's C entry point, with the outcome of the generated Python for every argum
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import struct
 import subprocess
@@ -213,7 +214,11 @@ def test_a_build_is_kept_and_found_again(tmp_path):
     assert path.exists() and path.name.startswith("phobos_native_launch-")
     stamp = path.stat().st_mtime_ns
     assert build_extension(tmp_path) == path and path.stat().st_mtime_ns == stamp
-    assert [p.name for p in tmp_path.iterdir()] == [path.name]  # no temporary left behind
+    names = sorted(p.name for p in tmp_path.iterdir())  # no temporary left behind
+    assert names == sorted([path.name, path.name + ".sha256", "phobos_native_launch.lock"])
+    assert (tmp_path / (path.name + ".sha256")).read_text().strip() == hashlib.sha256(
+        path.read_bytes()
+    ).hexdigest()
 
 
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="no gcc on this machine")

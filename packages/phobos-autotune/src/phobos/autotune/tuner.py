@@ -20,13 +20,17 @@ NAMESPACE = "autotune"
 
 
 def cached_report(key: str, cache: Any = None) -> Report | None:
-    """The stored report for ``key``, or None (also when the record cannot be read)."""
-    record = _cache(cache).get_record(NAMESPACE, key)
+    """The stored report for ``key``, or None (also when the record cannot be read: one that
+    is not JSON, or not a report, written by another version or a damaged writer; the cache
+    removes an unreadable record and ``tune`` stores a new one)."""
+    store = _cache(cache)
+    record = store.get_record(NAMESPACE, key)
     if record is None:
         return None
     try:
         return Report.from_json(record["report"])
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError, ValueError, AttributeError, RecursionError):
+        _forget(store, key)  # so that the next result can take its place
         return None
 
 
@@ -47,8 +51,16 @@ def tune(problem: Problem, options: Options | None = None, cache: Any = None) ->
             problem.timer.close()
             return found
     report = search(problem, options)
+    if options.retune:
+        _forget(store, problem.key)  # a put keeps an entry that is there: replace it
     store.put_record(NAMESPACE, problem.key, {"choice": report.choice, "report": report.to_json()})
     return report
+
+
+def _forget(store: Any, key: str) -> None:
+    from phobos.cache import record_key
+
+    store.remove(record_key(NAMESPACE, key))
 
 
 def _cache(cache: Any) -> Any:

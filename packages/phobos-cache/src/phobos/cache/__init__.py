@@ -4,14 +4,14 @@ One store shared with the inference runtime, so a kernel compiles once per chip.
 versioned and documented in docs/cache.md.
 """
 
-from phobos.cache.cache import RECORD_FILE, Cache, Pruned, record_key
+from phobos.cache.cache import Cache, Pins, Pruned, record_key
 from phobos.cache.disk import STALE_TEMP_SECONDS
 from phobos.cache.entry import Entry, EntryInfo, Problem
 from phobos.cache.kernel import CONTRACT_FILE, CUBIN_FILE, PTX_FILE, kernel_record
 from phobos.cache.key import cache_key, canonical_json
 from phobos.cache.location import default_max_bytes, default_root
 from phobos.cache.lock import BUILD_WAIT_SECONDS
-from phobos.cache.manifest import LAYOUT_VERSION
+from phobos.cache.manifest import LAYOUT_VERSION, RECORD_FILE
 from phobos.cache.warn import CacheWarning
 
 __all__ = [
@@ -26,6 +26,7 @@ __all__ = [
     "CacheWarning",
     "Entry",
     "EntryInfo",
+    "Pins",
     "Problem",
     "Pruned",
     "cache_key",

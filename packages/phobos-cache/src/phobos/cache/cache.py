@@ -3,7 +3,8 @@
 Policy lives here and mechanism in the stores: ``Cache`` checks keys and file names, bounds the
 size with least-recently-used eviction, lets one process build a missing entry while the others
 wait (``lock``) and falls back to memory, with one warning per process, when its folder cannot
-be written (``fallback``).  ``DiskStore`` does the atomic renames and the integrity check.
+be written or may not be trusted (``fallback``, ``trust``), or reads another account's pinned
+cache (``pinned``).  ``DiskStore`` does the atomic renames and the integrity check.
 """
 
 from __future__ import annotations
@@ -19,14 +20,26 @@ from typing import Any
 
 from phobos.cache.disk import DiskStore
 from phobos.cache.entry import Entry, EntryInfo, Problem
-from phobos.cache.fallback import MemoryOverDisk, fallback_store
+from phobos.cache.fallback import MemoryOverDisk, fallback_store, over, refused_store
 from phobos.cache.key import cache_key, check_key
-from phobos.cache.location import default_max_bytes, default_root, parse_size
+from phobos.cache.location import (
+    default_max_bytes,
+    default_root,
+    default_trusted_owner,
+    parse_size,
+)
 from phobos.cache.lock import BUILD_WAIT_SECONDS, Lock
-from phobos.cache.manifest import build_manifest, check_file_name
-from phobos.cache.warn import warn_build_wait
+from phobos.cache.manifest import (
+    RECORD_FILE,
+    CorruptEntry,
+    build_manifest,
+    check_file_name,
+    parse_json_object,
+)
+from phobos.cache.pinned import PinnedStore, share, write_pins
+from phobos.cache.trust import Untrusted, owner_uid, you
+from phobos.cache.warn import warn_build_wait, warn_corrupt
 
-RECORD_FILE = "record.json"
 EVICT_TO = 0.9  # after crossing the bound, evict down to this fraction of it
 
 # Bytes stored per (root, in memory), shared by every Cache in the process, so a caller may make
@@ -52,11 +65,25 @@ class Pruned:
     temp_folders: int = 0
 
 
+@dataclass(frozen=True)
+class Pins:
+    """What ``pin`` wrote: the pins file, the keys pinned and the bad entries left out."""
+
+    path: Path
+    keys: list[str] = field(default_factory=list)
+    bad: list[Problem] = field(default_factory=list)
+
+
 class Cache:
     """The Phobos kernel cache at ``root`` (default: ``$PHOBOS_CACHE_DIR``, else the user's
     cache folder + ``phobos``), holding at most ``max_bytes`` (default:
     ``$PHOBOS_CACHE_MAX_BYTES``, else 2 GiB).  ``get_or_build`` waits at most ``build_wait``
-    seconds for another process building the same entry."""
+    seconds for another process building the same entry.
+
+    The root must be yours and writable by no one else (docs/cache.md, section 1); another
+    one is not read at all (``refused`` says why), unless it belongs to ``trusted_owner``
+    (default: ``$PHOBOS_CACHE_TRUSTED_OWNER``; a name or uid) and that account pinned it:
+    then its pinned entries are read and nothing is written there (``shared``)."""
 
     def __init__(
         self,
@@ -64,17 +91,40 @@ class Cache:
         max_bytes: int | str | None = None,
         *,
         build_wait: float = BUILD_WAIT_SECONDS,
+        trusted_owner: str | int | None = None,
     ) -> None:
         self.root = Path(root).expanduser() if root is not None else default_root()
         self.max_bytes = _resolve_max_bytes(max_bytes)
         self.build_wait = _check_build_wait(build_wait)
+        owner = trusted_owner if trusted_owner is not None else default_trusted_owner()
+        self.trusted_owner = None if owner is None else owner_uid(owner)
+        self.refused: str | None = None  # why the root is not used at all
+        self.shared = False  # True when reading another account's pinned cache
         disk = DiskStore(self.root)
         try:
             disk.open()
+        except Untrusted as exc:
+            self._store: DiskStore | MemoryOverDisk = self._untrusted(str(exc))
         except OSError as exc:
-            self._store: DiskStore | MemoryOverDisk = fallback_store(disk, exc)
+            self._store = fallback_store(disk, exc)
         else:
             self._store = disk
+
+    def _untrusted(self, problem: str) -> MemoryOverDisk:
+        """The pinned cache of the trusted owner, if the root is theirs; else nothing."""
+        if self.trusted_owner is not None and self.trusted_owner != you():
+            pinned = PinnedStore(self.root, self.trusted_owner)
+            try:
+                if os.stat(self.root).st_uid == self.trusted_owner:
+                    pinned.open()
+                    self.shared = True
+                    return over(pinned)
+            except Untrusted as exc:
+                problem = str(exc)
+            except OSError:
+                pass
+        self.refused = problem
+        return refused_store(self.root, problem)
 
     @property
     def in_memory(self) -> bool:
@@ -135,10 +185,15 @@ class Cache:
 
     def get_record(self, namespace: str, key: str) -> dict[str, Any] | None:
         """The JSON record stored by ``put_record(namespace, key, ...)``, or None."""
-        entry = self.get(record_key(namespace, key))
+        full_key = record_key(namespace, key)
+        entry = self.get(full_key)
         if entry is None:
             return None
-        return json.loads(entry.read(RECORD_FILE))
+        try:
+            return parse_json_object(entry.read(RECORD_FILE), RECORD_FILE)
+        except (KeyError, CorruptEntry) as problem:  # a foreign writer's entry: rebuild it
+            warn_corrupt(full_key, str(problem), removed=self._store.remove(full_key))
+            return None
 
     def put_record(self, namespace: str, key: str, value: Mapping[str, Any]) -> None:
         """Store a JSON object (e.g. an autotuning result) as an entry of its own."""
@@ -191,6 +246,25 @@ class Cache:
         with _totals_lock:
             _running_totals[self._totals_key], evicted = self._evict(self.max_bytes, keep=None)
         return Pruned(evicted, temp_folders)
+
+    def pin(self) -> Pins:
+        """Pin every good entry, so that other accounts may read this cache as a shared one
+        (docs/cache.md, section 1): write ``ROOT/v1/pins.json`` and let everyone read (never
+        write) the root and the pinned entries.  Only the owner of a writable cache can."""
+        if not isinstance(self._store, DiskStore) or self.shared:
+            why = self.refused or "it cannot be written here"
+            raise PermissionError(f"cannot pin {self.root}: {why}")
+        store = self._store
+        pins, bad = {}, []
+        for key in self.keys():
+            digest = store.digest(key)
+            if digest is not None:
+                pins[key] = digest
+            elif (problem := self.check(key)) is not None:
+                bad.append(problem)
+        path = write_pins(store, pins)
+        share(store, pins)
+        return Pins(path, sorted(pins), bad)
 
     def clear(self) -> int:
         """Remove every entry; returns how many."""

@@ -6,20 +6,29 @@ import argparse
 import json
 import sys
 import time
+import warnings
 from collections.abc import Sequence
 
 from phobos.cache.cache import Cache
 from phobos.cache.entry import EntryInfo
-from phobos.cache.location import MAX_BYTES_ENV, ROOT_ENV
+from phobos.cache.location import MAX_BYTES_ENV, ROOT_ENV, TRUSTED_OWNER_ENV
+from phobos.cache.trust import describe, you
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    try:
-        cache = Cache(root=args.root)
-    except ValueError as exc:
-        parser.exit(2, f"phobos-cache: error: {exc}\n")
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        try:
+            cache = Cache(root=args.root, trusted_owner=args.trusted_owner)
+        except ValueError as exc:
+            parser.exit(2, f"phobos-cache: error: {exc}\n")
+    if cache.refused is not None:  # the warning would say the same, less to the point
+        print(f"phobos-cache: error: not using {cache.refused}; nothing was read", file=sys.stderr)
+        return 1
+    for warning in said:
+        warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
     return args.command(cache, args)
 
 
@@ -31,6 +40,12 @@ def _parser() -> argparse.ArgumentParser:
         f"its size bound is ${MAX_BYTES_ENV}, else 2 GiB.",
     )
     parser.add_argument("--root", help=f"the cache folder (default: ${ROOT_ENV} or the default)")
+    parser.add_argument(
+        "--trusted-owner",
+        metavar="ACCOUNT",
+        help="read the root as a shared cache that this account (name or uid) pinned "
+        f"(default: ${TRUSTED_OWNER_ENV})",
+    )
     commands = parser.add_subparsers(title="commands", required=True, metavar="COMMAND")
     listing = commands.add_parser("list", help="one line per entry, most recently used first")
     listing.set_defaults(command=_list)
@@ -46,6 +61,10 @@ def _parser() -> argparse.ArgumentParser:
     prune.set_defaults(command=_prune)
     clear = commands.add_parser("clear", help="remove every entry")
     clear.set_defaults(command=_clear)
+    pin = commands.add_parser(
+        "pin", help="pin every good entry, so that other accounts may read this cache (shared)"
+    )
+    pin.set_defaults(command=_pin)
     return parser
 
 
@@ -66,8 +85,7 @@ def _list(cache: Cache, args: argparse.Namespace) -> int:
     for row in rows:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[-1])
     total = sum(info.size for info in entries)
-    where = "in memory" if cache.in_memory else str(cache.root)
-    print(f"{len(entries)} entries, {_bytes(total)} of {_bytes(cache.max_bytes)}, {where}")
+    print(f"{len(entries)} entries, {_bytes(total)} of {_bytes(cache.max_bytes)}, {_where(cache)}")
     return 0
 
 
@@ -117,8 +135,43 @@ def _prune(cache: Cache, args: argparse.Namespace) -> int:
 
 
 def _clear(cache: Cache, args: argparse.Namespace) -> int:
+    if cache.shared:
+        print(f"phobos-cache: error: {cache.root} is a shared cache: read-only", file=sys.stderr)
+        return 1
     print(f"removed {cache.clear()} entries")
     return 0
+
+
+def _pin(cache: Cache, args: argparse.Namespace) -> int:
+    try:
+        pins = cache.pin()
+    except OSError as exc:
+        print(f"phobos-cache: error: {exc}", file=sys.stderr)
+        return 1
+    for problem in pins.bad:
+        print(f"BAD {problem} (not pinned)")
+    print(f"pinned {len(pins.keys)} entries in {pins.path}; {len(pins.bad)} bad left out")
+    print(
+        f"other accounts read it with {ROOT_ENV}={cache.root} "
+        f"{TRUSTED_OWNER_ENV}={_account()} (every folder above it must let them in)"
+    )
+    return 1 if pins.bad else 0
+
+
+def _where(cache: Cache) -> str:
+    if cache.shared:
+        return f"{cache.root} (shared by {describe(cache.trusted_owner)}, read-only)"
+    return "in memory" if cache.in_memory else str(cache.root)
+
+
+def _account() -> str:
+    """Your account's name, as a user of the shared cache would name its owner."""
+    try:
+        import pwd
+
+        return pwd.getpwuid(you()).pw_name
+    except (ImportError, KeyError):
+        return str(you())
 
 
 def _name(info: EntryInfo) -> str:
@@ -140,7 +193,10 @@ def _bytes(size: int) -> str:
 
 
 def _time(seconds: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(seconds)) if seconds else "-"
+    try:
+        return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(seconds)) if seconds else "-"
+    except (ValueError, OverflowError, OSError):
+        return "-"
 
 
 if __name__ == "__main__":

@@ -11,11 +11,12 @@ deletes once it is older than ``STALE_TEMP_SECONDS``.  Build locks live in ``v1/
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
@@ -26,36 +27,68 @@ from phobos.cache.lock import LOCK_SUFFIX, Lock, build_lock, discard_if_free
 from phobos.cache.manifest import (
     LAYOUT_VERSION,
     MANIFEST_NAME,
+    MAX_MANIFEST_BYTES,
     CorruptEntry,
+    check_contents,
     encode_manifest,
     parse_manifest,
     verify_files,
+)
+from phobos.cache.trust import (
+    Folder,
+    Untrusted,
+    WrongSize,
+    default_owners,
+    make_parents,
+    private_folder,
+    root_problem,
 )
 from phobos.cache.warn import warn_corrupt
 
 STALE_TEMP_SECONDS = 600
 _STAGE_PREFIX = "stage-"
 _TRASH_PREFIX = "trash-"
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
 class DiskStore:
     """Entries in folders; every method is safe with other processes using the same root."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, owners: Collection[int] | None = None) -> None:
         self.root = root
-        self.layout = root / f"v{LAYOUT_VERSION}"
-        self.temp = self.layout / "tmp"
-        self.locks = self.layout / "locks"
+        self.owners = frozenset(owners) if owners is not None else default_owners()
+        self._place(root)
 
     def open(self) -> None:
-        """Create the folders (the root private to the user) and prove they are writable."""
-        if not self.root.is_dir():
-            self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
-            os.chmod(self.root, 0o700)
-        self.temp.mkdir(parents=True, exist_ok=True)
-        self.locks.mkdir(exist_ok=True)
+        """Create the folders (the root private to the user), check that they are the user's and
+        prove they are writable.  ``Untrusted`` when the root may not be used (docs/cache.md,
+        section 1); another ``OSError`` when it cannot be created or written."""
+        try:
+            os.stat(self.root)
+        except (FileNotFoundError, NotADirectoryError):  # missing: create it, or fail trying
+            make_parents(self.root)
+            try:
+                os.mkdir(self.root, 0o700)
+                os.chmod(self.root, 0o700)  # whatever the umask
+            except FileExistsError:
+                pass
+        except OSError as exc:
+            raise Untrusted(f"{self.root} cannot be checked ({exc.strerror or exc})") from None
+        real = Path(os.path.realpath(self.root))  # resolved once: checked and used
+        problem = root_problem(real, self.owners)
+        if problem is not None:
+            raise Untrusted(f"{self.root} {problem}")
+        self._place(real)
+        for folder in (self.layout, self.temp, self.locks):
+            private_folder(folder)
         probe = tempfile.mkdtemp(prefix=_TRASH_PREFIX, dir=self.temp)
         os.rmdir(probe)
+
+    def _place(self, real_root: Path) -> None:
+        """Work in the checked folder itself, not through a link that could be changed later."""
+        self.layout = real_root / f"v{LAYOUT_VERSION}"
+        self.temp = self.layout / "tmp"
+        self.locks = self.layout / "locks"
 
     def folder(self, key: str) -> Path:
         return self.layout / key[:2] / key
@@ -68,12 +101,11 @@ class DiskStore:
             if identity is None:
                 return None
             try:
-                manifest, files = _read_verified(key, folder)
+                manifest, files, _ = _read_verified(key, folder, self.owners)
             except CorruptEntry as problem:
                 if _identity(folder) != identity:
                     continue  # removed or replaced while we read it: look again
-                self._discard(folder)
-                warn_corrupt(key, str(problem))
+                warn_corrupt(key, str(problem), removed=self._discard(folder))
                 return None
             self.touch(key)
             return Entry(key, folder, manifest, files)
@@ -83,10 +115,17 @@ class DiskStore:
         """What is wrong with the entry ``key``, or None; changes nothing, not even its last use."""
         folder = self.folder(key)
         try:
-            _read_verified(key, folder)
+            _read_verified(key, folder, self.owners)
         except CorruptEntry as problem:
             return None if _identity(folder) is None else str(problem)
         return None
+
+    def digest(self, key: str) -> str | None:
+        """The sha256 of the good entry ``key``'s manifest (what ``pin`` records), or None."""
+        try:
+            return _read_verified(key, self.folder(key), self.owners)[2]
+        except CorruptEntry:
+            return None
 
     def publish(self, key: str, manifest: Mapping[str, Any], files: Mapping[str, bytes]) -> Entry:
         """Stage the files and rename them into place; if another process won, return its entry."""
@@ -97,7 +136,7 @@ class DiskStore:
                 _write_synced(staged / name, data)
             _write_synced(staged / MANIFEST_NAME, encode_manifest(manifest))
             _sync_folder(staged)
-            _make_shard(folder.parent)
+            _make_shard(folder.parent, self._discard)
             for _ in range(3):
                 if _rename_if_absent(staged, folder):
                     _sync_folder(folder.parent)
@@ -124,10 +163,11 @@ class DiskStore:
         return self._discard(self.folder(key))
 
     def stored_keys(self) -> Iterator[str]:
-        if not self.layout.is_dir():
-            return
         for shard in _scan(self.layout):
-            if len(shard.name) != 2 or not shard.is_dir(follow_symlinks=False):
+            try:
+                if len(shard.name) != 2 or not shard.is_dir(follow_symlinks=False):
+                    continue
+            except OSError:
                 continue
             for item in _scan(Path(shard.path)):
                 if KEY_PATTERN.fullmatch(item.name) and item.name.startswith(shard.name):
@@ -151,8 +191,9 @@ class DiskStore:
         size, last_used = found
         folder = self.folder(key)
         try:
-            manifest = parse_manifest((folder / MANIFEST_NAME).read_bytes(), key)
-        except (OSError, CorruptEntry):
+            with Folder(folder, self.owners) as opened:
+                manifest = parse_manifest(opened.read(MANIFEST_NAME, limit=MAX_MANIFEST_BYTES), key)
+        except (OSError, CorruptEntry, WrongSize):
             manifest = {"record": {}, "created": 0.0}
         return EntryInfo(key, folder, manifest["record"], size, manifest["created"], last_used)
 
@@ -193,27 +234,49 @@ class DiskStore:
         return True
 
 
-def _read_verified(key: str, folder: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
+def _read_verified(
+    key: str, folder: Path, owners: Collection[int], pin: str | None = None
+) -> tuple[dict[str, Any], dict[str, bytes], str]:
+    """The entry's manifest, its files (checked) and the manifest's sha256; ``CorruptEntry``
+    says what is wrong.  Every file is read through the opened, checked entry folder, and is
+    refused unless ``owners`` own it and no one else may write it (``trust``).  With ``pin``,
+    the manifest must have that sha256 (a pinned entry of a shared cache)."""
     try:
-        manifest = parse_manifest((folder / MANIFEST_NAME).read_bytes(), key)
+        with Folder(folder, owners) as opened:
+            try:
+                data = opened.read(MANIFEST_NAME, limit=MAX_MANIFEST_BYTES)
+            except WrongSize as large:
+                raise CorruptEntry(f"{MANIFEST_NAME} has {large.size} bytes, too many") from None
+            digest = hashlib.sha256(data).hexdigest()
+            if pin is not None and digest != pin:
+                raise CorruptEntry(f"{MANIFEST_NAME} is not the one its owner pinned")
+            manifest = parse_manifest(data, key)
+            files: dict[str, bytes] = {}
+            for spec in manifest["files"]:
+                name = spec["name"]
+                try:
+                    files[name] = opened.read(name, size=spec["size"])
+                except FileNotFoundError:
+                    continue  # verify_files names it as missing
+                except WrongSize as wrong:
+                    raise CorruptEntry(
+                        f"file {name!r} has {wrong.size} bytes, the manifest says {spec['size']}"
+                    ) from None
+    except Untrusted as exc:
+        raise CorruptEntry(str(exc)) from None
     except OSError as exc:
-        raise CorruptEntry(f"cannot read {MANIFEST_NAME}: {exc.strerror or exc}") from None
-    files: dict[str, bytes] = {}
-    for spec in manifest["files"]:
-        try:
-            files[spec["name"]] = (folder / spec["name"]).read_bytes()
-        except FileNotFoundError:
-            continue  # verify_files names it as missing
-        except OSError as exc:
-            raise CorruptEntry(f"cannot read {spec['name']!r}: {exc.strerror or exc}") from None
+        what = getattr(exc, "filename", None) or MANIFEST_NAME
+        raise CorruptEntry(f"cannot read {what}: {exc.strerror or exc}") from None
     verify_files(manifest, files)
-    return manifest, files
+    check_contents(files)
+    return manifest, files, digest
 
 
 def _write_synced(path: Path, data: bytes) -> None:
     """Write ``path`` and wait until its bytes are on the disk, so a power loss after the
     entry's rename cannot leave it with empty or torn files."""
-    with open(path, "wb") as file:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    with open(os.open(path, flags, 0o600), "wb") as file:
         file.write(data)
         file.flush()
         os.fsync(file.fileno())
@@ -234,13 +297,25 @@ def _sync_folder(folder: Path) -> None:
         os.close(descriptor)
 
 
-def _make_shard(shard: Path) -> None:
-    """Create the shard folder if missing, durably, since the entry's name will be in it."""
-    try:
-        shard.mkdir()
-    except FileExistsError:
+def _make_shard(shard: Path, discard: Callable[[Path], bool]) -> None:
+    """Create the shard folder if missing, durably, since the entry's name will be in it.
+
+    A shard that is not the user's (only possible where an older root let others in) is put
+    aside first, or, if that fails, ``Untrusted`` says so and the entry goes to memory."""
+    for _ in range(2):
+        try:
+            shard.mkdir(mode=0o700)
+        except FileExistsError:
+            try:
+                private_folder(shard)
+                return
+            except Untrusted:
+                if not discard(shard):
+                    raise
+                continue
+        _sync_folder(shard.parent)
         return
-    _sync_folder(shard.parent)
+    private_folder(shard)
 
 
 def _rename_if_absent(staged: Path, folder: Path) -> bool:

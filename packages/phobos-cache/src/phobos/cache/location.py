@@ -13,6 +13,7 @@ from pathlib import Path
 
 ROOT_ENV = "PHOBOS_CACHE_DIR"
 MAX_BYTES_ENV = "PHOBOS_CACHE_MAX_BYTES"
+TRUSTED_OWNER_ENV = "PHOBOS_CACHE_TRUSTED_OWNER"  # the account whose pinned cache you trust
 DEFAULT_MAX_BYTES = 2 * 1024**3
 APP_NAME = "phobos"
 
@@ -40,6 +41,12 @@ def _user_cache_dir() -> Path:
         return Path.home() / "Library" / "Caches" / APP_NAME
     base = os.environ.get("XDG_CACHE_HOME", "").strip()
     return Path(base or Path.home() / ".cache") / APP_NAME
+
+
+def default_trusted_owner() -> str | None:
+    """``$PHOBOS_CACHE_TRUSTED_OWNER``: the account (name or uid) whose pinned shared cache the
+    user trusts (docs/cache.md, section 1), else None."""
+    return os.environ.get(TRUSTED_OWNER_ENV, "").strip() or None
 
 
 def default_max_bytes() -> int:

@@ -14,14 +14,19 @@ from __future__ import annotations
 import contextlib
 import enum
 import os
+import stat
 import time
 from collections.abc import Iterator
 from pathlib import Path
+
+from phobos.cache.trust import Untrusted, default_owners, status_problem
 
 try:
     import fcntl
 except ImportError:  # Windows: no flock, so every process builds for itself
     fcntl = None  # type: ignore[assignment]
+
+_OPEN = os.O_RDWR | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
 
 BUILD_WAIT_SECONDS = 120.0
 LOCK_SUFFIX = ".lock"
@@ -55,7 +60,7 @@ def discard_if_free(path: Path) -> bool:
     if fcntl is None:
         return False
     try:
-        descriptor = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+        descriptor = _open(path, create=False)
     except OSError:
         return False
     try:
@@ -76,7 +81,7 @@ def _acquire(path: Path, deadline: float) -> int | Lock:
     pause = _FIRST_PAUSE
     while True:
         try:
-            descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            descriptor = _open(path, create=True)
         except OSError:
             return Lock.UNAVAILABLE
         try:
@@ -107,6 +112,20 @@ def _release(path: Path, descriptor: int) -> None:
         pass
     finally:
         os.close(descriptor)
+
+
+def _open(path: Path, create: bool) -> int:
+    """The lock file, never through a symbolic link; one that is not yours is not used (an
+    ``OSError``), so no one else can hold up your builds with it."""
+    descriptor = os.open(path, _OPEN | (os.O_CREAT if create else 0), 0o600)
+    try:
+        status = os.fstat(descriptor)
+        if status_problem(status, default_owners()) is not None or not stat.S_ISREG(status.st_mode):
+            raise Untrusted(f"{path} is not yours or not a file")
+    except BaseException:
+        os.close(descriptor)
+        raise
+    return descriptor
 
 
 def _try_lock(descriptor: int) -> bool:

@@ -9,14 +9,19 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
 
+from phobos.cache.kernel import CONTRACT_FILE
 from phobos.cache.key import cache_key
 
 LAYOUT_VERSION = 1
 MANIFEST_NAME = "manifest.json"
+MAX_MANIFEST_BYTES = 64 * 1024**2  # a larger manifest is refused unread
+RECORD_FILE = "record.json"
+JSON_OBJECT_FILES = (RECORD_FILE, CONTRACT_FILE)  # an entry's file by these names is a JSON object
 _FILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
 
 
@@ -55,12 +60,7 @@ def encode_manifest(manifest: Mapping[str, Any]) -> bytes:
 
 def parse_manifest(data: bytes, key: str) -> dict[str, Any]:
     """The manifest in ``data`` for the entry ``key``; ``CorruptEntry`` if it is not one."""
-    try:
-        manifest = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise CorruptEntry(f"{MANIFEST_NAME} is not valid JSON ({exc})") from None
-    if not isinstance(manifest, dict):
-        raise CorruptEntry(f"{MANIFEST_NAME} is not a JSON object")
+    manifest = parse_json_object(data, MANIFEST_NAME)
     if manifest.get("layout_version") != LAYOUT_VERSION:
         raise CorruptEntry(
             f"{MANIFEST_NAME} has layout_version {manifest.get('layout_version')!r}, "
@@ -71,11 +71,17 @@ def parse_manifest(data: bytes, key: str) -> dict[str, Any]:
     record = manifest.get("record")
     try:
         record_key = cache_key(record) if isinstance(record, dict) else None
-    except TypeError:
+    except (TypeError, ValueError, RecursionError):
         record_key = None
     if record_key != key:
         raise CorruptEntry(f"{MANIFEST_NAME} holds a key record that does not hash to the key")
-    if not isinstance(manifest.get("created"), (int, float)):
+    created = manifest.get("created")
+    if (
+        not isinstance(created, (int, float))
+        or isinstance(created, bool)
+        or not math.isfinite(created)
+        or not 0 <= created < 2**40
+    ):
         raise CorruptEntry(f"{MANIFEST_NAME} has no 'created' time")
     files = manifest.get("files")
     if not isinstance(files, list) or not all(_is_file_spec(spec) for spec in files):
@@ -84,6 +90,27 @@ def parse_manifest(data: bytes, key: str) -> dict[str, Any]:
     if len(set(names)) != len(names):
         raise CorruptEntry(f"{MANIFEST_NAME} lists a file twice")
     return manifest
+
+
+def parse_json_object(data: bytes, name: str) -> dict[str, Any]:
+    """The JSON object in ``data`` (the file ``name``); ``CorruptEntry`` for anything else:
+    not UTF-8, not JSON, nested too deeply to parse, or not an object."""
+    try:
+        value = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise CorruptEntry(f"{name} is not valid JSON ({exc})") from None
+    except RecursionError:
+        raise CorruptEntry(f"{name} is nested too deeply to read") from None
+    if not isinstance(value, dict):
+        raise CorruptEntry(f"{name} is not a JSON object")
+    return value
+
+
+def check_contents(files: Mapping[str, bytes]) -> None:
+    """Raise ``CorruptEntry`` unless each ``record.json`` and ``contract.json`` is a JSON object."""
+    for name in JSON_OBJECT_FILES:
+        if name in files:
+            parse_json_object(files[name], repr(name))
 
 
 def verify_files(manifest: Mapping[str, Any], files: Mapping[str, bytes]) -> None:

@@ -26,7 +26,7 @@ from phobos.compile.specialization import Specialization
 from phobos.compile.syntax import ast, format_module
 
 if TYPE_CHECKING:
-    from phobos.cache import Cache
+    from phobos.cache import Cache, Entry
 
 
 @dataclass(frozen=True)
@@ -102,6 +102,38 @@ def compile_cached(
         }
 
     entry, built = store.get_or_build(key, record, build)
+    try:
+        return _from_entry(entry, key, built)
+    except _UNREADABLE as exc:
+        if built:
+            raise
+        # Files that passed their sha256 but are not a kernel this compiler reads (a foreign
+        # or damaged writer's): a miss, rebuilt, as for any corrupt entry (docs/cache.md).
+        import warnings
+
+        from phobos.cache import CacheWarning
+
+        removed = store.remove(key)
+        warnings.warn(
+            f"phobos cache: entry {key} holds no kernel this compiler can read "
+            f"({type(exc).__name__}: {str(exc)[:200]}); "
+            + ("removed it, compiling it again" if removed else "compiling it again"),
+            CacheWarning,
+            stacklevel=2,
+        )
+        if removed:
+            entry, built = store.get_or_build(key, record, build)
+        else:  # a shared, read-only cache: this process keeps its own build in memory
+            entry, built = store.put(key, record, build()), True
+        return _from_entry(entry, key, built)
+
+
+_UNREADABLE = (KeyError, TypeError, ValueError, AttributeError, RecursionError)
+
+
+def _from_entry(entry: Entry, key: str, built: bool) -> CachedKernel:
+    from phobos.cache import CONTRACT_FILE, CUBIN_FILE, PTX_FILE
+
     return CachedKernel(
         ptx=entry.read(PTX_FILE).decode(),
         cubin=entry.read(CUBIN_FILE),

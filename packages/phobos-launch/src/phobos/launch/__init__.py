@@ -14,7 +14,13 @@ Depends on nothing but the standard library.  See docs/launching.md.
 from phobos.launch.binder import Binding
 from phobos.launch.contract import FORMAT_VERSION, LaunchContract, read_contract
 from phobos.launch.driver import CudaDriver, Driver, shared_driver
-from phobos.launch.errors import ContractError, CudaError, DriverNotFound, LaunchError
+from phobos.launch.errors import (
+    ContractError,
+    CudaError,
+    DriverNotFound,
+    LaunchError,
+    LaunchWarning,
+)
 from phobos.launch.kernel import LoadedKernel, load_kernel
 from phobos.launch.specialization import alignment_of, needs_index64, specialization_of
 
@@ -28,6 +34,7 @@ __all__ = [
     "DriverNotFound",
     "LaunchContract",
     "LaunchError",
+    "LaunchWarning",
     "LoadedKernel",
     "alignment_of",
     "load_kernel",

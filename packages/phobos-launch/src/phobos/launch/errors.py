@@ -16,6 +16,10 @@ class LaunchError(ValueError):
         self.param = param
 
 
+class LaunchWarning(UserWarning):
+    """Something the launcher worked around, e.g. a native extension it would not load."""
+
+
 class ContractError(ValueError):
     """A launch contract that this launcher cannot use (wrong format version, malformed)."""
 

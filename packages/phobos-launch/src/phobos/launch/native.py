@@ -15,6 +15,13 @@ Where it cannot be used (no C compiler or Python headers, a driver without C ent
 points such as a test's fake made without them, ``PHOBOS_NATIVE_LAUNCH=0``) the
 generated Python is used: the native path changes how fast a launch goes, never
 what it does.  ``native_status()`` (``python -m phobos.launch``) says which applies.
+
+Loading a shared library runs its code, so the extension is only loaded from a folder
+only you can write (``private``: yours, no group or other write bit, nor on the way to
+it, as docs/cache.md section 1 says of the cache), and only when its sha256 is the one
+recorded beside it when it was built.  A cache folder that fails the check is not used
+at all: the extension is built in a private temporary folder for the process, with one
+``LaunchWarning``; a build that fails its sha256 is built again, with one warning too.
 """
 
 from __future__ import annotations
@@ -31,6 +38,8 @@ import sys
 import sysconfig
 import tempfile
 import threading
+import warnings
+from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 from types import ModuleType
@@ -39,16 +48,25 @@ from typing import Any
 from phobos.launch.arrays import read_cai, read_torch
 from phobos.launch.binder import SCALAR, ArgumentBinder, Plan
 from phobos.launch.dtypes import ITEMSIZE, from_torch, from_typestr
+from phobos.launch.errors import LaunchWarning
 from phobos.launch.fastpath import FastLaunch, LaunchTarget, tensor_reads
 from phobos.launch.grid import MAX_GRID
 from phobos.launch.params import CONFIG_SIZE
+from phobos.launch.private import Untrusted, folder_problem, make_folder, read_checked
 from phobos.launch.streams import stream_handle
+
+try:
+    import fcntl
+except ImportError:  # Windows: builds are not serialised
+    fcntl = None  # type: ignore[assignment]
 
 SOURCE = Path(__file__).with_name("native_fast_launch.c")
 MODULE_NAME = "phobos_native_launch"
 SWITCH_ENV = "PHOBOS_NATIVE_LAUNCH"  # "0" turns the native path off
 CACHE_ENV = "PHOBOS_CACHE_DIR"
 BUILD_TIMEOUT_S = 120
+DIGEST_SUFFIX = ".sha256"  # beside each build: the sha256 of the file as it was built
+LOCK_NAME = f"{MODULE_NAME}.lock"  # processes building at once take turns on it
 
 # The slot types in the order of the C enum (native_fast_launch.c).
 SLOT_TYPES = ("bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64",
@@ -57,6 +75,8 @@ SLOT_TYPES = ("bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64",
 _lock = threading.Lock()
 _module: ModuleType | None = None
 _status: str | None = None  # why there is no module, once a build was tried
+_said: set[str] = set()  # the warnings given in this process
+_said_lock = threading.Lock()
 
 
 def native_launch(
@@ -152,7 +172,7 @@ def native_module() -> ModuleType | None:
     with _lock:
         if _module is None and _status is None:
             try:
-                _module = _load(build_extension(build_folder()))
+                _module = _find_and_load(build_folder())
             except (OSError, ImportError, BuildFailed) as exc:
                 _status = f"the native launch path is off: {exc}"
     return _module
@@ -165,7 +185,10 @@ def native_status() -> str:
     module = native_module()
     if module is None:
         return _status or "the native launch path is off"
-    return f"the native launch path is on ({module.__file__})"
+    where = module.__file__
+    if not os.path.exists(where):
+        where += ", built privately for this process"
+    return f"the native launch path is on ({where})"
 
 
 class BuildFailed(RuntimeError):
@@ -173,31 +196,107 @@ class BuildFailed(RuntimeError):
 
 
 def build_folder() -> Path:
-    """Where the extension is kept: ``$PHOBOS_CACHE_DIR/native``, else the user's cache folder."""
-    root = os.environ.get(CACHE_ENV)
+    """Where the extension is kept: ``$PHOBOS_CACHE_DIR/native``, else ``native`` in the user's
+    cache folder (the kernel cache's default root, docs/cache.md section 1: this repeats
+    ``phobos.cache.default_root``, which phobos-launch cannot import)."""
+    root = os.environ.get(CACHE_ENV, "").strip()
     if root:
-        return Path(root) / "native"
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "phobos" / "native"
+        return Path(root).expanduser() / "native"
+    try:
+        import platformdirs
+    except ImportError:
+        return _user_cache_dir() / "native"
+    return Path(platformdirs.user_cache_dir("phobos", appauthor=False)) / "native"
+
+
+def _user_cache_dir() -> Path:
+    if sys.platform == "win32":
+        base = os.environ.get("LOCALAPPDATA", "").strip() or str(Path.home() / "AppData" / "Local")
+        return Path(base) / "phobos" / "Cache"
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Caches" / "phobos"
+    base = os.environ.get("XDG_CACHE_HOME", "").strip()
+    return Path(base or Path.home() / ".cache") / "phobos"
+
+
+def extension_name() -> str:
+    """The file name of this build: a hash of the source, the Python and the compiler, so an
+    upgrade builds afresh."""
+    compiler = shlex.split(sysconfig.get_config_var("CC") or "cc")
+    suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+    tag = hashlib.sha256(SOURCE.read_bytes() + sys.version.encode() + " ".join(compiler).encode())
+    return f"{MODULE_NAME}-{tag.hexdigest()[:16]}{suffix}"
+
+
+def _find_and_load(folder: Path) -> ModuleType:
+    """The extension from ``folder`` if it may be trusted; else one built privately."""
+    try:
+        make_folder(folder.parent, tighten=False)  # the cache root: 0700 when made here
+        root = Path(os.path.realpath(folder.parent))  # resolved once: checked and used
+        problem = folder_problem(root)
+        if problem is not None:
+            raise Untrusted(f"{folder.parent} {problem}")
+        path = build_extension(root / folder.name)
+    except Untrusted as exc:
+        _warn_once(
+            f"phobos launch: not loading the native launcher from {folder}: {exc}, so another "
+            "user could plant code there; building it in a private temporary folder for this "
+            f"process instead. Use a cache folder only you can write (unset {CACHE_ENV} for "
+            "your own default, or point it at a new folder)."
+        )
+        with tempfile.TemporaryDirectory(prefix="phobos-native-") as private:
+            return _load(build_extension(Path(private)))  # loaded, the file may go
+    return _load(path)
 
 
 def build_extension(folder: Path) -> Path:
-    """The extension's path in ``folder``, compiled there first unless this build is present.
+    """The extension's path in ``folder``, compiled there first unless a good build is present.
 
-    The file name carries a hash of the source, the Python and the compiler, so an
-    upgrade builds afresh; a build goes to a temporary name first and is renamed, so
-    processes building at once never load a half-written file.
+    ``folder`` is created private (0700) if missing, and must pass the trust check
+    (``private``), else ``Untrusted``.  A build is good when it is yours, writable by no one
+    else, and has the sha256 recorded beside it (``<name>.sha256``) when it was built; any
+    other is built again (with a ``LaunchWarning`` unless it is an older Phobos's, which
+    recorded nothing).  Processes building at once take turns on a lock file, and a build goes
+    to a temporary name first and is renamed, so no process loads a half-written file.
     """
-    source = SOURCE.read_bytes()
+    make_folder(folder, tighten=True)
+    real = Path(os.path.realpath(folder))  # resolved once: checked and used
+    problem = folder_problem(real)
+    if problem is not None:
+        raise Untrusted(f"{folder} {problem}")
+    folder = real
+    path = folder / extension_name()
+    record = path.with_name(path.name + DIGEST_SUFFIX)
+    with _build_lock(folder):
+        found = _check_build(path, record)
+        if found is None:
+            return path
+        if found:
+            _warn_once(f"phobos launch: {found}; building the native launcher again")
+        _compile(path, record)
+    _remove_older_builds(folder, path)
+    return path
+
+
+def _check_build(path: Path, record: Path) -> str | None:
+    """None for a good build; why it is not one; "" when there is none or it has no record."""
+    try:
+        data = read_checked(path)
+        recorded = read_checked(record).decode("ascii", "replace").strip()
+    except FileNotFoundError:
+        return ""
+    except OSError as exc:  # Untrusted says whose it is
+        return str(exc)
+    if hashlib.sha256(data).hexdigest() != recorded:
+        return f"{path} does not have the sha256 recorded when it was built"
+    return None
+
+
+def _compile(path: Path, record: Path) -> None:
     compiler = shlex.split(sysconfig.get_config_var("CC") or "cc")
     suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
-    tag = hashlib.sha256(source + sys.version.encode() + " ".join(compiler).encode())
-    path = folder / f"{MODULE_NAME}-{tag.hexdigest()[:16]}{suffix}"
-    if path.exists():
-        return path
-    folder.mkdir(parents=True, exist_ok=True)
     includes = {sysconfig.get_paths()["include"], sysconfig.get_paths()["platinclude"]}
-    fd, temporary = tempfile.mkstemp(suffix=suffix, dir=folder)
+    fd, temporary = tempfile.mkstemp(suffix=suffix, dir=path.parent)
     os.close(fd)
     command = [
         *compiler,
@@ -210,26 +309,72 @@ def build_extension(folder: Path) -> Path:
         temporary,
     ]
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        os.unlink(temporary)
-        raise BuildFailed(f"{compiler[0]} could not run ({exc})") from None
-    if done.returncode:
-        os.unlink(temporary)
-        lines = (done.stderr or done.stdout).strip().splitlines()
-        errors = [line for line in lines if "error" in line] or lines
-        raise BuildFailed(f"{compiler[0]} failed building {SOURCE.name}: " + " | ".join(errors[:3]))
-    os.replace(temporary, path)
-    _remove_older_builds(folder, path, suffix)
-    return path
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise BuildFailed(f"{compiler[0]} could not run ({exc})") from None
+        if done.returncode:
+            lines = (done.stderr or done.stdout).strip().splitlines()
+            errors = [line for line in lines if "error" in line] or lines
+            raise BuildFailed(
+                f"{compiler[0]} failed building {SOURCE.name}: " + " | ".join(errors[:3])
+            )
+        os.chmod(temporary, 0o700)  # the compiler may have made it with the umask's mode
+        digest = hashlib.sha256(read_checked(Path(temporary))).hexdigest()
+        with contextlib.suppress(FileNotFoundError):
+            record.unlink()  # from here until the new record, the build counts as missing
+        os.replace(temporary, path)
+        _write_private(record, f"{digest}\n".encode())
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
 
 
-def _remove_older_builds(folder: Path, kept: Path, suffix: str) -> None:
+def _write_private(path: Path, data: bytes) -> None:
+    """Write ``path`` (mode 0600) through a temporary file and a rename."""
+    fd, temporary = tempfile.mkstemp(dir=path.parent)
+    try:
+        with open(fd, "wb") as file:
+            file.write(data)
+        os.replace(temporary, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+
+
+@contextlib.contextmanager
+def _build_lock(folder: Path) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``folder``'s lock file (not removed; it is empty)."""
+    if fcntl is None:
+        yield
+        return
+    flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
+    descriptor = os.open(folder / LOCK_NAME, flags, 0o600)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(descriptor)
+
+
+def _remove_older_builds(folder: Path, kept: Path) -> None:
     """Other builds for this Python (an earlier Phobos's source) are never loaded again."""
-    for other in folder.glob(f"{MODULE_NAME}-*{suffix}"):
-        if other != kept:
-            with contextlib.suppress(OSError):  # another process may be at it: only disk space
-                other.unlink()
+    suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+    keep = {kept.name, kept.name + DIGEST_SUFFIX}
+    for pattern in (f"{MODULE_NAME}-*{suffix}", f"{MODULE_NAME}-*{suffix}{DIGEST_SUFFIX}"):
+        for other in folder.glob(pattern):
+            if other.name not in keep:
+                with contextlib.suppress(OSError):  # another process may be at it: only disk
+                    other.unlink()
+
+
+def _warn_once(message: str) -> None:
+    """One clean line per problem and process, attributed to phobos.launch, not to a line."""
+    with _said_lock:
+        if message in _said:
+            return
+        _said.add(message)
+    warnings.warn_explicit(message, LaunchWarning, "phobos.launch", 0, module="phobos.launch")
 
 
 def _load(path: Path) -> ModuleType:
