@@ -243,6 +243,30 @@ class _Printer:
             return f"phobos::set_bit({self.name(v)}, {r}, {expr});"
         return f"{self.name(v)}[{r}] = {expr};"
 
+    def run_in(self, v: ir.Value, count: int) -> str:
+        """Where a run of ``count`` registers from ``r0`` is loaded: the registers, or for a
+        bool tile a small array that ``run_done`` packs into its bits."""
+        if not _bits(v):
+            return f"&{self.name(v)}[r0]"
+        self.line(f"bool run[{count}];")
+        return "run"
+
+    def run_done(self, v: ir.Value, count: int) -> None:
+        if _bits(v):
+            self.line(
+                f"for (int i = 0; i < {count}; ++i) phobos::set_bit({self.name(v)}, r0 + i, run[i]);"
+            )
+
+    def run_out(self, v: ir.Value, count: int) -> str:
+        """The run of ``count`` registers from ``r0`` to store (a bool tile's bits unpacked)."""
+        if not _bits(v):
+            return f"&{self.name(v)}[r0]"
+        self.line(f"bool run[{count}];")
+        self.line(
+            f"for (int i = 0; i < {count}; ++i) run[i] = phobos::bit({self.name(v)}, r0 + i);"
+        )
+        return "run"
+
     def run_bits(self, v: ir.Value, r0: str, count: int) -> str:
         """Bits ``r0 .. r0 + count - 1`` of a bool tile, as an unsigned (bit i: lane i)."""
         return f"phobos::bits<{count}>({self.name(v)}, {r0})"
@@ -475,15 +499,19 @@ class _Printer:
         check = "false" if op.aligned else "true"
         mask = self.run_bits(op.mask, "r0", vector) if op.mask is not None else None
         if unit and op.lengths[last] is not None:
+            target = self.run_in(op.result, vector)
             if op.checked or mask is not None:
                 if mask is not None:
-                    call = f"phobos::load_run_masked<{vector}, {bytes_}, {check}>({pointer}, {indices[last]}, {extent}, {test}, {mask}, &{name}[r0])"
+                    call = f"phobos::load_run_masked<{vector}, {bytes_}, {check}>({pointer}, {indices[last]}, {extent}, {test}, {mask}, {target})"
                 else:
-                    call = f"phobos::load_run<{vector}, {bytes_}, {check}>({pointer}, {indices[last]}, {extent}, {test}, &{name}[r0])"
+                    call = f"phobos::load_run<{vector}, {bytes_}, {check}>({pointer}, {indices[last]}, {extent}, {test}, {target})"
                 self.line(call + ";")
             else:
-                call = f"phobos::load_run_unchecked<{vector}, {bytes_}, {check}>({pointer}, &{name}[r0])"
+                call = (
+                    f"phobos::load_run_unchecked<{vector}, {bytes_}, {check}>({pointer}, {target})"
+                )
                 self.line(f"if ({test}) {call};" if test != "true" else call + ";")
+            self.run_done(op.result, vector)
         else:
             ok = test
             if op.checked:
@@ -517,16 +545,16 @@ class _Printer:
         bytes_ = vector * size if vector > 1 else 0
         check = "false" if op.aligned else "true"
         mask = self.run_bits(op.mask, "r0", vector) if op.mask is not None else "~0u"
-        src = self.name(value)
+        src = self.run_out(value, vector)
         if unit and op.lengths[last] is not None:
             if op.checked:
                 self.line(
-                    f"phobos::store_run<{vector}, {bytes_}, {check}>({pointer}, {indices[last]}, {extent}, {test}, &{src}[r0], {mask});"
+                    f"phobos::store_run<{vector}, {bytes_}, {check}>({pointer}, {indices[last]}, {extent}, {test}, {src}, {mask});"
                 )
             else:
                 index = ctype(f"i{self.k.index_width}")
                 self.line(
-                    f"phobos::store_run<{vector}, {bytes_}, {check}>({pointer}, {index}(0), {index}({vector}), {test}, &{src}[r0], {mask});"
+                    f"phobos::store_run<{vector}, {bytes_}, {check}>({pointer}, {index}(0), {index}({vector}), {test}, {src}, {mask});"
                 )
         else:
             ok = test
@@ -583,7 +611,7 @@ class _Printer:
                 self.line(f"if (tid == 0 && {inside}) {call};")
                 return
             c = ctype(op.result.dtype)
-            slot = f"reinterpret_cast<{c}*>({SMEM} + {op.scratch})"
+            slot = f"reinterpret_cast<{c}*>({self.name(op.operands[-1])})"
             self.open("if (tid == 0)")
             self.line(f"{c} old = {c}(0);")
             self.line(f"if ({inside}) old = {call};")
@@ -944,13 +972,17 @@ class _Printer:
             f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{dtype}.{dtype} "
             f"{{{registers}}}, {a_text}, %{b_slot}, {immediates};\\n}}\\n"
         )
+        guard = name.upper()  # one definition where several kernels share a source
         self.helpers[name] = "\n".join(
             [
+                f"#ifndef {guard}",
+                f"#define {guard}",
                 f"__device__ __forceinline__ void {name}(float (&d)[{count}], {params}) {{",
                 f'    asm volatile("{ptx}"',
                 f"                 : {outputs}",
                 f"                 : {inputs});",
                 "}",
+                "#endif",
             ]
         )
         return name

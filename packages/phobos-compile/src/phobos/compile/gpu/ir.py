@@ -440,9 +440,9 @@ class StoreUniform(Op):
 class Atomic(Op):
     """``kind`` ("add", "max", "xchg", "cas") on a window (tile value) or one element.
 
-    Operands: starts..., [compare (cas)], value, [mask].  On one element, thread 0
-    updates it and, with a result, the old value reaches every thread through shared
-    memory (``scratch``, set by allocation).
+    Operands: starts..., [compare (cas)], value, [mask], [buffer].  On one element,
+    thread 0 updates it and, with a result, the old value reaches every thread through
+    the one-element shared ``buffer`` (the op's own barriers around it included).
     """
 
     NAME = "atomic"
@@ -450,7 +450,6 @@ class Atomic(Op):
     tensor: str
     lengths: tuple[int | None, ...]
     masked: bool = False
-    scratch: int | None = None
 
 
 # ------------------------------------------------------------- shared memory

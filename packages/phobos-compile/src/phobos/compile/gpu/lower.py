@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 
 from phobos.compile.gpu import ir
 from phobos.compile.gpu.builder import Builder
+from phobos.compile.gpu.layouts import SharedLayout
 from phobos.compile.gpu.presence import (
     ALL,
     Bound,
@@ -232,7 +233,11 @@ class _Lowerer:
         if result is None:
             self.b.add(op)
             return
-        value = self.b.value(op, ir.Uniform(self.dtype(stmt.tensor.dtype)), name=result.name)
+        dtype = self.dtype(stmt.tensor.dtype)
+        size = tir.DTYPE_BYTES[dtype]
+        slot = ir.Shared(dtype, (1,), SharedLayout("rows", 1, 1, size))
+        op.operands.append(self.b.value(ir.SharedAlloc(), slot, name="old"))
+        value = self.b.value(op, ir.Uniform(dtype), name=result.name)
         self.env[result.name] = Lowered(value)
 
     # ------------------------------------------------------------------ expressions

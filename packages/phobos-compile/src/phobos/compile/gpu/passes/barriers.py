@@ -113,6 +113,8 @@ class _Inserter:
                 pending = frozenset()
             out.append(op)
             pending = pending | frozenset(mine)
+            if isinstance(op, ir.Atomic) and op.results:  # it ends with its own barrier
+                pending = frozenset()
         if not self.dry:
             block.ops = out
         return pending

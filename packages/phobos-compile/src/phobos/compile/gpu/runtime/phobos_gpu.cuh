@@ -277,32 +277,6 @@ template <int COUNT, int W> PHOBOS_INLINE unsigned bits(const unsigned (&words)[
     return (words[r0 >> 5] >> (r0 & 31)) & all;
 }
 
-// ------------------------------------------------------------------ async copies
-
-PHOBOS_INLINE void copy_async_16(void* shared, const void* global);  // inline PTX, below
-
-// A run of V elements (16 bytes) from global to shared memory: cp.async when it lies
-// wholly inside and aligned, else lane by lane with zeros for lanes outside.
-template <int V, bool CHECK_ALIGN, class T, class I>
-PHOBOS_INLINE void copy_run_async(T* shared, const T* p, I col, I extent, bool inside) {
-    static_assert(V * sizeof(T) == 16, "a run is one 16-byte copy");
-    bool whole = inside && whole_group<V>(col, extent);
-    if (CHECK_ALIGN) whole = whole && is_aligned<16>(p);
-    if (whole) {
-        copy_async_16(shared, p);
-        return;
-    }
-#pragma unroll
-    for (int i = 0; i < V; ++i) shared[i] = (inside && below<I>(col + I(i), extent)) ? p[i] : T(0);
-}
-
-// A compiler barrier on registers that an asynchronous unit writes (wgmma's accumulators):
-// their reads and writes stay on their side of the fence and wait.
-template <int N> PHOBOS_INLINE void fence_registers(float* r) {
-#pragma unroll
-    for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i])::"memory");
-}
-
 // ------------------------------------------------------------------ integer division
 
 // Integer division and remainder as docs/language.md defines them where C leaves them
@@ -341,14 +315,29 @@ template <class T> PHOBOS_INLINE void unpack2(unsigned bits, T& lo, T& hi) {
     memcpy(&hi, &b, 2);
 }
 
-// The same fence on 16-bit registers (a wgmma's register A operand).
-template <int N, class T> PHOBOS_INLINE void fence_registers_16(T* r) {
-#pragma unroll
-    for (int i = 0; i < N; i += 2) {
-        unsigned both = pack2(r[i], r[i + 1]);
-        asm volatile("" : "+r"(both)::"memory");
-        unpack2(both, r[i], r[i + 1]);
+}  // namespace phobos
+
+// The instructions themselves (inline PTX): tensor cores, asynchronous copies, fences.
+#include <phobos_ptx.cuh>  // on the include path: a host check of the printed code brings its own
+
+namespace phobos {
+
+// ------------------------------------------------------------------ async copies
+
+
+// A run of V elements (16 bytes) from global to shared memory: cp.async when it lies
+// wholly inside and aligned, else lane by lane with zeros for lanes outside.
+template <int V, bool CHECK_ALIGN, class T, class I>
+PHOBOS_INLINE void copy_run_async(T* shared, const T* p, I col, I extent, bool inside) {
+    static_assert(V * sizeof(T) == 16, "a run is one 16-byte copy");
+    bool whole = inside && whole_group<V>(col, extent);
+    if (CHECK_ALIGN) whole = whole && is_aligned<16>(p);
+    if (whole) {
+        copy_async_16(shared, p);
+        return;
     }
+#pragma unroll
+    for (int i = 0; i < V; ++i) shared[i] = (inside && below<I>(col + I(i), extent)) ? p[i] : T(0);
 }
 
 // ------------------------------------------------------------------ atomics
@@ -428,120 +417,6 @@ template <class T> PHOBOS_INLINE T atomic_cas(T* p, T compare, T v) {
 // Exchange with the lane whose index differs in the bits of `lane_mask` (all 32 lanes take part).
 template <class T> PHOBOS_INLINE T shuffle_xor(T v, int lane_mask) {
     return __shfl_xor_sync(0xffffffffu, v, lane_mask);
-}
-
-// ------------------------------------------------------------------ inline PTX
-// The tensor-core and async-copy instructions.
-
-PHOBOS_INLINE unsigned shared_address(const void* p) {
-    return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-
-// 16 bytes from global to shared memory, bypassing registers (and L1).
-PHOBOS_INLINE void copy_async_16(void* shared, const void* global) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(shared_address(shared)),
-                 "l"(global)
-                 : "memory");
-}
-
-// Every cp.async of this thread has landed.
-PHOBOS_INLINE void copy_async_wait() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
-
-// Close this thread's group of cp.async issued since the last commit (an empty group counts).
-PHOBOS_INLINE void copy_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-
-// Every committed group of this thread but the newest PENDING has landed.
-template <int PENDING> PHOBOS_INLINE void copy_async_wait_pending() {
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING) : "memory");
-}
-
-// Two 8x8 matrices of 16-bit values into a warp's fragments; lanes 0-15 give the rows'
-// addresses (matrix j: lanes 8j to 8j + 7).
-PHOBOS_INLINE void load_matrix_x2(unsigned (&r)[2], const void* row) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n"
-                 : "=r"(r[0]), "=r"(r[1])
-                 : "r"(shared_address(row)));
-}
-
-// Two 8x8 matrices of 16-bit values, transposed into a warp's fragments; lanes 0-15
-// give the rows' addresses.
-PHOBOS_INLINE void load_matrix_x2_trans(unsigned (&r)[2], const void* row) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n"
-                 : "=r"(r[0]), "=r"(r[1])
-                 : "r"(shared_address(row)));
-}
-
-// Four 8x8 matrices of 16-bit values into a warp's fragments: lanes 8j to 8j + 7 give the
-// rows' addresses of matrix j, and r[j] is its fragment (one m16n8k16 `a` operand when the
-// matrices are its four 8x8 quarters).
-PHOBOS_INLINE void load_matrix_x4(unsigned (&r)[4], const void* row) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(shared_address(row)));
-}
-
-// The same, transposed: two m16n8k16 `b` operands from a row-major [k, n] tile.
-PHOBOS_INLINE void load_matrix_x4_trans(unsigned (&r)[4], const void* row) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(shared_address(row)));
-}
-
-// d += a * b on the tensor cores, with the fragments as 32-bit registers.
-template <class T>
-PHOBOS_INLINE void mma_16816(float* d, const unsigned (&a)[4], const unsigned (&b)[2]);
-template <>
-PHOBOS_INLINE void mma_16816<f16>(float* d, const unsigned (&a)[4], const unsigned (&b)[2]) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
-        "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-template <>
-PHOBOS_INLINE void mma_16816<bf16>(float* d, const unsigned (&a)[4], const unsigned (&b)[2]) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-        "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-
-// Shared memory this thread wrote (its cp.async included, once landed) is visible to the
-// async proxy, which wgmma reads it through.
-PHOBOS_INLINE void fence_async_shared() {
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-}
-
-// Before a warpgroup's first wgmma on registers other instructions wrote.
-PHOBOS_INLINE void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-
-// Close the warpgroup's wgmma issued since the last commit into one group.
-PHOBOS_INLINE void wgmma_commit() {
-    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-}
-
-// Every committed wgmma group of the warpgroup but the newest PENDING has completed.
-template <int PENDING> PHOBOS_INLINE void wgmma_wait() {
-    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(PENDING) : "memory");
-}
-
-// A wgmma matrix descriptor (PTX ISA, "Matrix Descriptor Format"): the start address, the
-// leading and stride byte offsets (16-byte units, 14 bits each) and the swizzle mode
-// (1: 128-byte, 2: 64-byte, 3: 32-byte); base offset 0, so swizzled tiles start on 1024 bytes.
-PHOBOS_INLINE u64 wgmma_descriptor(const void* start, unsigned lbo, unsigned sbo, unsigned mode) {
-    return u64((shared_address(start) & 0x3FFFF) >> 4) | (u64((lbo >> 4) & 0x3FFF) << 16) |
-           (u64((sbo >> 4) & 0x3FFF) << 32) | (u64(mode) << 62);
-}
-
-// p moved up to the next multiple of ALIGN bytes in the shared address space.
-template <int ALIGN> PHOBOS_INLINE unsigned char* align_shared(unsigned char* p) {
-    if constexpr (ALIGN <= 16) {
-        return p;
-    } else {
-        const unsigned at = shared_address(p);
-        return p + ((ALIGN - int(at % ALIGN)) % ALIGN);
-    }
 }
 
 // The element offset of (row, col) in a tile of 16-bit values staged for wgmma: ROWS rows of
