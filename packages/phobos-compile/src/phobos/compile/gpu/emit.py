@@ -481,7 +481,7 @@ class _Printer:
         t = op.result.tile
         layout = t.layout
         assert layout is not None
-        name = self.declare(op.result, "zero")
+        self.declare(op.result, "zero")
         vector = op.vector
         runs = layout.num_registers // vector
         c = ctype(t.dtype)
