@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from phobos.compile.gpu import ir
 from phobos.compile.gpu.cdtypes import ctype, highest, literal, lowest
-from phobos.compile.gpu.layouts import WARP, Layout, SharedLayout, _axis_of
+from phobos.compile.gpu.layouts import WARP, Layout, SharedLayout, _axis_of, shared_bytes
 from phobos.compile.gpu.passes.cta import element_bytes
 from phobos.compile.gpu.signature import Signature, build_signature
 from phobos.compile.span import Span
@@ -736,6 +736,7 @@ class _Printer:
         layout = op.result.tile.layout
         assert layout is not None
         down, across = op.warps
+        stage = self.name(op.operands[1]) if len(op.operands) > 1 else None
         name = self.declare(op.result)
         c = ctype(t.dtype)
         rows, cols = op.result.tile.shape
@@ -761,9 +762,8 @@ class _Printer:
                             True,
                         )
                     base = (s << 3) | (i << (3 + kbits))
-                    self.matrices(
-                        name, pointer, t, row, col, trans, [base + 2 * j for j in range(4)]
-                    )
+                    bases = [base + 2 * j for j in range(4)]
+                    self.matrices(name, pointer, t, row, col, trans, bases, stage)
         else:
             k, n = rows, cols
             per_warp = n // across
@@ -782,12 +782,13 @@ class _Printer:
                             False,
                         )
                     base = (q << 2) | (s << (2 + nbits))
-                    self.matrices(name, pointer, t, row, col, trans, [base, base + 2], count=2)
+                    bases = [base, base + 2]
+                    self.matrices(name, pointer, t, row, col, trans, bases, stage, count=2)
 
-    def matrices(self, name, pointer, t, row, col, trans, bases, count=4) -> None:
+    def matrices(self, name, pointer, t, row, col, trans, bases, stage, count=4) -> None:
         fragment = self.fresh("m")
         form = f"load_matrix_x{count}" + ("_trans" if trans else "")
-        address = f"{pointer} + {self.smem_offset(t, row, col, None)}"
+        address = f"{pointer} + {self.smem_offset(t, row, col, stage)}"
         self.line(f"unsigned {fragment}[{count}];")
         self.line(f"phobos::{form}({fragment}, {address});")
         for j, base in enumerate(bases):
@@ -909,8 +910,11 @@ class _Printer:
         self.line(f"const int group_col = (warpgroup / {down}) * {cols};")
         b_type = b.type
         assert isinstance(b_type, ir.Shared)
+        stages = list(op.operands[3:])
+        a_stage = stages.pop(0) if op.a_stage else None
+        b_stage = stages.pop(0) if op.b_stage else None
         for s in range(steps):
-            b_desc = self.descriptor(b, b_type, op.b_major, s, "group_col")
+            b_desc = self.descriptor(b, b_type, op.b_major, s, "group_col", b_stage)
             for i in range(slabs):
                 row = f"group_row + {i * 64 * down}"
                 first = i * (cols // 2)
@@ -926,18 +930,29 @@ class _Printer:
                 else:
                     a_type = a.type
                     assert isinstance(a_type, ir.Shared)
-                    a_desc = self.descriptor(a, a_type, op.a_major, s, row)
+                    a_desc = self.descriptor(a, a_type, op.a_major, s, row, a_stage)
                     self.line(f"{helper}({d}, {a_desc}, {b_desc});")
         self.close()
         self.line("phobos::wgmma_commit();")
 
-    def descriptor(self, buffer: ir.Value, t: ir.Shared, major: str, step: int, offset: str) -> str:
+    def descriptor(
+        self,
+        buffer: ir.Value,
+        t: ir.Shared,
+        major: str,
+        step: int,
+        offset: str,
+        stage: ir.Value | None = None,
+    ) -> str:
         """The matrix descriptor of k-step ``step`` of an operand staged in ``t``'s swizzled
-        layout, starting at row (K-major) or column (MN-major) ``offset`` of the product."""
+        layout (at ``stage`` of a ring), starting at row (K-major) or column (MN-major)
+        ``offset`` of the product."""
         layout: SharedLayout = t.layout
         width, rows = layout.width, layout.rows
         mode = {128: 1, 64: 2, 32: 3}[width]
         base = self.name(buffer)
+        if stage is not None:
+            base = f"({base} + ({self.name(stage)}) * {shared_bytes(layout)})"
         column = step * 16 * 2  # bytes into a K-major row
         if major == "k":
             start = f"{base} + {column // width * rows * width} + ({offset}) * {width} + {column % width}"

@@ -457,7 +457,7 @@ class Executor:
         return self.like(reduced, op.result.type)
 
     def _ReduceRegisters(self, op: ir.ReduceRegisters, args, env):
-        (x,) = args
+        x = args[0]
         source, target = op.operands[0].tile.layout, op.result.tile.layout
         assert source is not None and target is not None
         valid = source.valid()

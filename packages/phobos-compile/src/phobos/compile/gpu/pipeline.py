@@ -10,6 +10,7 @@ from phobos.compile.gpu.passes.barriers import insert_barriers
 from phobos.compile.gpu.passes.cleanup import eliminate_dead_code
 from phobos.compile.gpu.passes.conversions import expand_conversions
 from phobos.compile.gpu.passes.cta import choose_cta
+from phobos.compile.gpu.passes.pipeline import pipeline_copies
 from phobos.compile.gpu.passes.reductions import expand_reductions
 from phobos.compile.gpu.passes.select_mma import select_mma
 from phobos.compile.gpu.passes.sink_loads import sink_loads
@@ -34,6 +35,7 @@ def build(
     choose_cta(gk)
     select_mma(gk)
     eliminate_dead_code(gk)
+    pipeline_copies(gk)
     assign_layouts(gk)
     expand_reductions(gk)
     expand_conversions(gk)

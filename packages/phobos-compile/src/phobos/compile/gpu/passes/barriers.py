@@ -38,8 +38,11 @@ class _Access:
     end: int
     write: bool
     buffer: ir.Value | str
+    ring: bool = False
 
     def conflicts(self, other: _Access) -> bool:
+        if self.ring and self.buffer is other.buffer:
+            return False  # one ring's stages: the pipeline orders them
         return (self.write or other.write) and self.start < other.end and other.start < self.end
 
 
@@ -58,6 +61,7 @@ def aliasing_barriers(kernel: ir.Kernel) -> list[frozenset[frozenset[ir.Value]]]
 class _Inserter:
     def __init__(self, kernel: ir.Kernel, dry: bool) -> None:
         self.dry = dry
+        self.owned: list[set[ir.Value]] = []  # the rings of each loop being walked
         self.aliasing: list[frozenset[frozenset[ir.Value]]] = []
         self.buffers: dict[ir.Value, tuple[int, int, bool]] = {}
         for op in kernel.walk():
@@ -80,9 +84,9 @@ class _Inserter:
             if v not in self.buffers:
                 continue
             start, end, ring = self.buffers[v]
-            if ring:
-                continue
-            out.append(_Access(start, end, _writes(op, i), v))
+            if ring and any(v in rings for rings in self.owned):
+                continue  # inside the loop that pipelines it: it orders itself
+            out.append(_Access(start, end, _writes(op, i), v, ring))
         tensor = getattr(op, "tensor", None)
         if tensor in self.both:
             write = isinstance(op, (ir.Store, ir.StoreUniform, ir.Atomic))
@@ -120,7 +124,18 @@ class _Inserter:
         return pending
 
     def loop(self, op: ir.Op, pending: frozenset[_Access], out: list[ir.Op]) -> frozenset[_Access]:
-        """The body sees what is pending before the loop and what its own end leaves."""
+        """The body sees what is pending before the loop and what its own end leaves.
+
+        A ring the loop pipelines is ordered by the loop itself; after it, its bytes
+        count as written, so whatever uses them next waits for the last iteration."""
+        rings = {
+            inner.operands[0]
+            for region in op.regions
+            for inner in region.walk()
+            if isinstance(inner, ir.CopyAsync)
+            and self.buffers.get(inner.operands[0], (0, 0, False))[2]
+        }
+        self.owned.append(rings)
         entry = pending
         for _ in range(8):
             ends = [self.block(region, entry) for region in op.regions]
@@ -129,8 +144,10 @@ class _Inserter:
             if again == entry:
                 break
             entry = again
+        self.owned.pop()
         out.append(op)
-        return pending | entry
+        used = frozenset(_Access(self.buffers[v][0], self.buffers[v][1], True, v) for v in rings)
+        return pending | entry | used
 
 
 def _writes(op: ir.Op, index: int) -> bool:

@@ -1,0 +1,274 @@
+"""Software pipelining: a loop's copies to shared memory issued iterations ahead, in a ring.
+
+Instruction selection copies every window a product reads to shared memory right
+where it is loaded, and waits for it at once.  In a loop that leaves the tensor
+cores idle while the copy is in flight.  This pass takes every ``cp.async`` in a
+loop's body whose window moves with the loop variable alone (its starts are made of
+the loop variable and values fixed before the loop: matmul's ``a`` and ``b``,
+attention's ``k`` and ``v``, not ``q``) and
+
+* makes its buffer a ring of ``S`` stages, allocated before the loop;
+* issues, before the loop, the copies of the first ``S - 1`` iterations, one commit
+  group each (empty past the loop's end, so the group count stays the same);
+* at the top of each iteration's first use of a ring, waits until only the newest
+  ``S - 2`` groups are in flight (this iteration's has landed), fences them for the
+  asynchronous proxy where a ``wgmma`` reads them, passes one barrier (every thread's
+  copies are visible, and every thread is done with the stage read last iteration),
+  and then issues iteration ``i + S - 1``'s copies into that freed stage;
+* gives each reader of a ring the stage it reads, a value the loop carries.
+
+So ``S - 1`` iterations of copies are in flight behind each one's work, at the cost
+of one wait and one barrier an iteration.  ``S`` is the variant's ``NUM_STAGES``
+when it has one, else as many as the shared-memory budget holds, 2 to
+``MAX_STAGES``.  The ring's own accesses are ordered here; the barrier pass leaves
+them alone inside the loop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from phobos.compile.gpu import ir
+from phobos.compile.gpu.builder import Builder
+from phobos.compile.gpu.layouts import shared_bytes
+
+MAX_STAGES = 4
+NUM_STAGES = "NUM_STAGES"
+# Shared memory an SM has (KiB) by compute capability; an unknown card gets the smallest.
+_SHARED_KIB = {80: 164, 86: 100, 87: 164, 89: 100, 90: 228, 100: 228, 103: 228, 120: 100}
+_SHARED_KIB_UNKNOWN = 100
+_RESERVED = 8 * 1024  # what a CTA keeps besides: the system's 1 KiB and the small buffers
+
+_PURE = (ir.Constant, ir.Param, ir.Extent, ir.Stride, ir.BlockIndex, *ir.ELEMENTWISE)
+
+
+def pipeline_copies(kernel: ir.Kernel) -> None:
+    for block in _blocks(kernel.body):
+        for op in list(block.ops):
+            if isinstance(op, ir.For):
+                _Pipeliner(kernel, block, op).run()
+
+
+def _blocks(block: ir.Block):
+    yield block
+    for op in block.ops:
+        for region in op.regions:
+            yield from _blocks(region)
+
+
+class _Pipeliner:
+    def __init__(self, kernel: ir.Kernel, outer: ir.Block, loop: ir.For) -> None:
+        self.kernel = kernel
+        self.outer = outer
+        self.loop = loop
+        self.body = loop.body
+        self.defs = {v: op for op in self.body.ops for v in op.results}
+
+    # ------------------------------------------------------------------ what moves
+
+    def affine(self, v: ir.Value) -> bool:
+        """``v`` is made of the loop variable and values from before the loop alone."""
+        if v is self.body.args[0]:
+            return True
+        op = self.defs.get(v)
+        if op is None:
+            return v not in self.body.args
+        return isinstance(op, _PURE) and all(self.affine(o) for o in op.operands)
+
+    def candidates(self) -> list[tuple[ir.SharedAlloc, ir.CopyAsync, list[ir.Op]]]:
+        """Each copy the ring takes: its buffer, itself and its commit, wait and fence."""
+        out = []
+        ops = self.body.ops
+        for i, op in enumerate(ops):
+            if not isinstance(op, ir.CopyAsync):
+                continue
+            alloc = self.defs.get(op.operands[0])
+            if not isinstance(alloc, ir.SharedAlloc) or len(op.operands) != 1 + len(op.lengths):
+                continue
+            if not all(self.affine(s) for s in op.operands[1:]):
+                continue
+            follow = ops[i + 1 : i + 4]
+            if len(follow) < 2 or not isinstance(follow[0], ir.AsyncCommit):
+                continue
+            if not (isinstance(follow[1], ir.AsyncWait) and follow[1].pending == 0):
+                continue
+            tail = follow[:2] + (
+                [follow[2]] if len(follow) > 2 and isinstance(follow[2], ir.FenceAsync) else []
+            )
+            if not self.readers_take_stages(alloc.result):
+                continue
+            out.append((alloc, op, tail))
+        return out
+
+    def readers_take_stages(self, buffer: ir.Value) -> bool:
+        for op in self.body.walk():
+            if buffer in op.operands and not isinstance(
+                op, (ir.CopyAsync, ir.Wgmma, ir.SharedLoad)
+            ):
+                return False
+        return True
+
+    def stages(self, step_bytes: int) -> int:
+        values = dict(self.kernel.values)
+        if NUM_STAGES in values:
+            return max(2, values[NUM_STAGES])
+        digits = "".join(ch for ch in self.kernel.arch.removeprefix("sm_") if ch.isdigit())
+        per_sm = _SHARED_KIB.get(int(digits) if digits else 0, _SHARED_KIB_UNKNOWN) * 1024
+        budget = per_sm // self.kernel.min_ctas - _RESERVED - self.outside_bytes()
+        return max(2, min(MAX_STAGES, budget // max(step_bytes, 1)))
+
+    def outside_bytes(self) -> int:
+        """Shared memory live beside the ring: the buffers made before the loop."""
+        total = 0
+        for op in self.kernel.walk():
+            if isinstance(op, ir.SharedAlloc) and op not in self.body.ops:
+                t = op.result.type
+                assert isinstance(t, ir.Shared)
+                total += shared_bytes(t.layout, t.stages)
+        return total
+
+    # ------------------------------------------------------------------ the rewrite
+
+    def run(self) -> None:
+        found = self.candidates()
+        if not found:
+            return
+        step_bytes = 0
+        for alloc, _, _ in found:
+            t = alloc.result.type
+            assert isinstance(t, ir.Shared)
+            step_bytes += shared_bytes(t.layout)
+        stages = self.stages(step_bytes)
+        fence = any(isinstance(o, ir.FenceAsync) for _, _, tail in found for o in tail)
+        b = Builder(self.outer)
+        b.span = self.loop.span
+        start, stop, step = self.loop.operands[:3]
+        index = start.dtype
+        at = self.outer.ops.index(self.loop)
+        before: list[ir.Op] = []
+        # The rings, before the loop.
+        rings: dict[ir.Value, ir.Value] = {}
+        for alloc, _, _ in found:
+            t = alloc.result.type
+            assert isinstance(t, ir.Shared)
+            ring = ir.SharedAlloc(span=alloc.span)
+            ring.results = [ir.Value(replace(t, stages=stages), alloc.result.name)]
+            before.append(ring)
+            rings[alloc.result] = ring.result
+        # The first S - 1 iterations' copies.
+        prologue = ir.Block()
+        with b.inside(prologue):
+            for s in range(stages - 1):
+                offset = b.binary("mul", b.constant(s, index), step)
+                at_iv = b.binary("add", start, offset)
+                self.issue(
+                    b,
+                    found,
+                    rings,
+                    at_iv,
+                    b.binary("lt", at_iv, stop, "bool"),
+                    b.constant(s, "i32"),
+                )
+                b.add(ir.AsyncCommit())
+        before += prologue.ops
+        self.outer.ops[at:at] = before
+        # The stage this iteration reads, carried by the loop.
+        stage = ir.Value(ir.Uniform("i32"), "stage")
+        self.body.args.append(stage)
+        self.loop.operands.append(b.constant(0, "i32"))
+        self.outer.ops.insert(self.outer.ops.index(self.loop), b.block.ops.pop())  # the constant
+        result = ir.Value(ir.Uniform("i32"), "stage")
+        self.loop.results.append(result)
+        # In the body: the copies go; the wait, fence, barrier and next issue take the place
+        # of the first; readers take the stage.
+        first = min(self.body.ops.index(copy) for _, copy, _ in found)
+        gone = {id(op) for alloc, copy, tail in found for op in (alloc, copy, *tail)}
+        head = ir.Block()
+        with b.inside(head):
+            b.span = found[0][1].span
+            b.add(ir.AsyncWait(pending=stages - 2))
+            if fence:
+                b.add(ir.FenceAsync())
+            b.add(ir.Barrier())
+            last = b.constant(stages - 1, "i32")
+            zero, one = b.constant(0, "i32"), b.constant(1, "i32")
+            is_first = b.binary("eq", stage, zero, "bool")
+            write = b.select(is_first, last, b.binary("sub", stage, one))
+            ahead = b.binary(
+                "add", self.body.args[0], b.binary("mul", b.constant(stages - 1, index), step)
+            )
+            self.issue(
+                b,
+                found,
+                rings,
+                ahead,
+                b.binary("lt", ahead, stop, "bool"),
+                write,
+                iv=self.body.args[0],
+            )
+            b.add(ir.AsyncCommit())
+        kept = [op for op in self.body.ops[:first] if id(op) not in gone]
+        rest = [op for op in self.body.ops[first:] if id(op) not in gone]
+        yield_op = rest.pop()
+        assert isinstance(yield_op, ir.Yield)
+        tail = ir.Block()
+        with b.inside(tail):
+            is_last = b.binary("eq", stage, b.constant(stages - 1, "i32"), "bool")
+            following = b.select(
+                is_last, b.constant(0, "i32"), b.binary("add", stage, b.constant(1, "i32"))
+            )
+        yield_op.operands.append(following)
+        self.body.ops = kept + head.ops + rest + tail.ops + [yield_op]
+        for old, ring in rings.items():
+            ir.replace_uses(self.body, old, ring)
+        for op in self.body.walk():
+            if isinstance(op, ir.Wgmma):
+                if op.operands[0] in rings.values():
+                    op.a_stage = True
+                if op.operands[1] in rings.values():
+                    op.b_stage = True
+                extra = [stage] * (
+                    int(op.operands[0] in rings.values()) + int(op.operands[1] in rings.values())
+                )
+                op.operands = op.operands[:3] + extra
+            elif isinstance(op, ir.SharedLoad) and op.operands[0] in rings.values():
+                op.operands = [op.operands[0], stage]
+
+    def issue(
+        self, b: Builder, found, rings, at_iv: ir.Value, cond: ir.Value, stage: ir.Value, iv=None
+    ) -> None:
+        """The copies of the iteration whose loop variable is ``at_iv``, into ``stage``, where
+        ``cond`` holds (past the loop's end there is none)."""
+        region = ir.Block()
+        with b.inside(region):
+            for _, copy, _ in found:
+                starts = [self.clone(b, s, at_iv, {}) for s in copy.operands[1:]]
+                b.add(
+                    ir.CopyAsync(
+                        tensor=copy.tensor,
+                        lengths=copy.lengths,
+                        layout=copy.layout,
+                        checked=copy.checked,
+                        aligned=copy.aligned,
+                        operands=[rings[copy.operands[0]], *starts, stage],
+                        span=copy.span,
+                    )
+                )
+            b.add(ir.Yield())
+        b.add(ir.If(operands=[cond], regions=[region, ir.Block(ops=[ir.Yield()])]))
+
+    def clone(self, b: Builder, v: ir.Value, iv: ir.Value, done: dict) -> ir.Value:
+        """``v`` computed again with the loop variable replaced by ``iv``."""
+        if v is self.body.args[0]:
+            return iv
+        op = self.defs.get(v)
+        if op is None:
+            return v
+        if v in done:
+            return done[v]
+        operands = [self.clone(b, o, iv, done) for o in op.operands]
+        copy = type(op)(
+            **{k: getattr(op, k) for k in op.attributes()}, operands=operands, span=op.span
+        )
+        done[v] = b.value(copy, v.type, v.name)
+        return done[v]
