@@ -1,4 +1,4 @@
-"""Building GPU IR: ops appended to the current block, pure ops shared (hash-consed).
+"""Building GPU IR: ops appended to the current block, pure ops shared and hoisted.
 
 Lowering and the passes create ops through a ``Builder``.  A pure op (no side
 effect, no region) with the same class, attributes and operands as one already
@@ -6,6 +6,13 @@ built in an enclosing block is not built again: its value is reused.  That makes
 ``start`` the same value wherever the program computes ``ctx.block.x * BLOCK``,
 which is what lets lowering see that a store's window bounds are the ones its
 value's presence already carries.
+
+A builder that builds a whole kernel (``hoist``, lowering's) puts a pure uniform op
+in the outermost block its operands allow (the kernel's own for ``N``'s extent or a
+parameter, before the loop for ``head * stride``): a value fixed before a loop is
+never made inside it, so lowering sees that a window's bounds do not move with the
+loop, and no iteration computes it again.  A pass's builder, which starts inside a
+kernel, appends where it is.
 """
 
 from __future__ import annotations
@@ -44,9 +51,11 @@ def _key(op: ir.Op, types: tuple[ir.Type, ...]) -> tuple[object, ...] | None:
 class Builder:
     """Appends ops to a stack of blocks; ``span`` is given to every op built."""
 
-    def __init__(self, block: ir.Block) -> None:
+    def __init__(self, block: ir.Block, *, hoist: bool = False) -> None:
+        self._hoist = hoist
         self._blocks = [block]
         self._shared: list[dict[tuple[object, ...], ir.Value]] = [{}]
+        self._depth: dict[ir.Value, int] = {}  # the block (in the stack) a value is made in
         self.span: Span = NO_SPAN
 
     @property
@@ -65,9 +74,14 @@ class Builder:
         op.results = [ir.Value(t, name) for t in result_types]
         if op.span is NO_SPAN:
             op.span = self.span
-        self.block.ops.append(op)
+        depth = len(self._blocks) - 1
+        if self._hoist and key is not None and all(isinstance(t, ir.Uniform) for t in result_types):
+            depth = max((self._depth.get(v, 0) for v in op.operands), default=0)
+        self._blocks[depth].ops.append(op)
+        for v in op.results:
+            self._depth[v] = depth
         if key is not None:
-            self._shared[-1][key] = op.results[0]
+            self._shared[depth][key] = op.results[0]
         return op
 
     def value(self, op: ir.Op, result_type: ir.Type, name: str = "") -> ir.Value:
@@ -78,6 +92,8 @@ class Builder:
         """Build into ``block`` (a region); values shared from outside stay visible."""
         self._blocks.append(block)
         self._shared.append({})
+        for v in block.args:
+            self._depth[v] = len(self._blocks) - 1
         try:
             yield block
         finally:

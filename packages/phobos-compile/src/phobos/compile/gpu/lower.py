@@ -72,7 +72,7 @@ def lower_kernel(
         align=dict(align),
         span=kernel.span,
     )
-    _Lowerer(out, Builder(body)).block(kernel.body)
+    _Lowerer(out, Builder(body, hoist=True)).block(kernel.body)
     return out
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from phobos.compile.gpu import ir
 from phobos.compile.gpu.lower import lower_kernel
+from phobos.compile.gpu.passes.accumulate import fold_accumulation
 from phobos.compile.gpu.passes.allocation import allocate_shared
 from phobos.compile.gpu.passes.assign_layouts import assign_layouts
 from phobos.compile.gpu.passes.barriers import insert_barriers
@@ -29,6 +30,7 @@ def build(
     gk = lower_kernel(
         kernel, arch=arch, index_width=index_width, unit_stride=unit_stride or {}, align=align or {}
     )
+    fold_accumulation(gk)
     eliminate_dead_code(gk)
     sink_loads(gk)
     eliminate_dead_code(gk)
