@@ -36,7 +36,13 @@ def demo(session: nox.Session) -> None:
 def tests(session: nox.Session) -> None:
     """Every CPU test: the packages' own and the cross-package ones."""
     install_phobos(session)
-    session.install("pytest>=8", "hypothesis>=6", "pytest-xdist>=3", "ml_dtypes>=0.4")
+    session.install(
+        "pytest>=8",
+        "hypothesis>=6",
+        "pytest-xdist>=3",
+        "ml_dtypes>=0.4",
+        "nvidia-cuda-nvdisasm>=13.0",
+    )
     session.run("pytest", "-n", "2", *session.posargs)
 
 

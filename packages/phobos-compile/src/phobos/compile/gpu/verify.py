@@ -1,0 +1,152 @@
+"""The GPU IR's rules, checked after every pass (``pipeline.py``): a pass that breaks one fails at once.
+
+* SSA: every operand is defined before its use, in the same block or one enclosing
+  it (or is an argument of an enclosing region); every value is defined once.
+* Regions: a ``for`` has the loop variable and one argument per carried value, and
+  its body yields as many values; both sides of an ``if`` yield its results; a
+  ``while`` condition region ends in ``condition``.
+* Types: elementwise ops take uniforms or tiles of the result's shape (and, once
+  layouts are assigned, its layout); the free shape ops (new axis, broadcast,
+  transpose, squeeze) have the layouts that make them free; shared-memory ops take
+  buffers; a ``wgmma_wait`` takes a ``wgmma``'s result, in the same layout.
+* Stage: once layouts are assigned every tile has one; after the conversions pass no
+  ``convert`` is left, and after the reductions pass no ``reduce`` on a tile.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from phobos.compile.gpu import ir
+
+
+class VerifyError(AssertionError):
+    """A pass broke a rule of the GPU IR (a compiler bug, never the user's)."""
+
+
+@dataclass(frozen=True)
+class Stage:
+    """What the IR must have reached: layouts assigned, conversions and reductions expanded."""
+
+    layouts: bool = False
+    conversions: bool = False
+    reductions: bool = False
+
+
+def verify(kernel: ir.Kernel, stage: Stage = Stage(), after: str = "") -> None:
+    _Verifier(kernel, stage, after).run()
+
+
+class _Verifier:
+    def __init__(self, kernel: ir.Kernel, stage: Stage, after: str) -> None:
+        self.kernel = kernel
+        self.stage = stage
+        self.after = after
+        self.defined: set[ir.Value] = set()
+
+    def fail(self, op: ir.Op | None, message: str) -> None:
+        where = f" after {self.after}" if self.after else ""
+        what = f" at {op.NAME} ({op.span})" if op is not None else ""
+        raise VerifyError(f"GPU IR{where}{what}: {message}")
+
+    def run(self) -> None:
+        self.block(self.kernel.body, set())
+
+    def block(self, block: ir.Block, visible: set[ir.Value]) -> None:
+        scope = set(visible) | set(block.args)
+        for arg in block.args:
+            self.define(None, arg)
+        for op in block.ops:
+            for v in op.operands:
+                if v not in scope:
+                    self.fail(op, f"operand {v!r} is not defined before its use")
+            for region in op.regions:
+                self.block(region, scope)
+            self.check(op)
+            for v in op.results:
+                self.define(op, v)
+                scope.add(v)
+
+    def define(self, op: ir.Op | None, v: ir.Value) -> None:
+        if v in self.defined:
+            self.fail(op, f"{v!r} is defined twice")
+        self.defined.add(v)
+        if self.stage.layouts and isinstance(v.type, ir.Tile) and v.type.layout is None:
+            self.fail(op, f"{v!r} has no layout")
+
+    # ------------------------------------------------------------------ per op
+
+    def check(self, op: ir.Op) -> None:
+        if isinstance(op, ir.For):
+            body = op.body
+            if len(body.args) != 1 + len(op.inits) or len(op.results) != len(op.inits):
+                self.fail(op, "its carried values, arguments and results do not match")
+            self.yields(op, body, len(op.inits))
+        elif isinstance(op, ir.If):
+            if len(op.regions) != 2 or not op.operands[0].is_uniform:
+                self.fail(op, "an if takes a uniform condition and two sides")
+            for region in op.regions:
+                self.yields(op, region, len(op.results))
+        elif isinstance(op, ir.While):
+            cond, body = op.regions
+            if not cond.ops or not isinstance(cond.ops[-1], ir.Condition):
+                self.fail(op, "its condition region does not end in a condition")
+            self.yields(op, body, len(op.operands))
+        elif isinstance(op, ir.ELEMENTWISE):
+            self.elementwise(op)
+        elif isinstance(op, (ir.ExpandDims, ir.Broadcast, ir.Transpose, ir.Squeeze)):
+            self.shape_op(op)
+        elif isinstance(op, (ir.SharedStore, ir.SharedLoad, ir.CopyAsync)):
+            if not isinstance(op.operands[0].type, ir.Shared):
+                self.fail(op, "its first operand is not a shared buffer")
+        elif isinstance(op, ir.WgmmaWait):
+            flight = op.operands[0]
+            if flight.type != op.result.type:
+                self.fail(op, "waits for a product of another type")
+        elif isinstance(op, ir.Convert) and self.stage.conversions:
+            self.fail(op, "a conversion is left after the conversions pass")
+        elif (
+            isinstance(op, ir.Reduce)
+            and self.stage.reductions
+            and isinstance(op.operands[0].type, ir.Tile)
+        ):
+            if op.operands[0].tile.layout is not None:
+                self.fail(op, "a reduction is left after the reductions pass")
+
+    def yields(self, op: ir.Op, region: ir.Block, count: int) -> None:
+        last = region.ops[-1] if region.ops else None
+        if not isinstance(last, ir.Yield) or len(last.operands) != count:
+            self.fail(op, f"a region does not yield its {count} values")
+
+    def elementwise(self, op: ir.Op) -> None:
+        result = op.result
+        for v in op.operands:
+            if isinstance(result.type, ir.Uniform):
+                if not v.is_uniform:
+                    self.fail(op, "a uniform result from a tile operand")
+                continue
+            if not isinstance(v.type, ir.Tile) or v.tile.shape != result.tile.shape:
+                self.fail(op, f"operand {v!r} is not a tile of the result's shape")
+            if self.stage.layouts and v.tile.layout != result.tile.layout:
+                self.fail(op, f"operand {v!r} is in another layout than the result")
+
+    def shape_op(self, op: ir.Op) -> None:
+        if not self.stage.layouts:
+            return
+        x, result = op.operands[0], op.result
+        layout, want = result.tile.layout, x.tile.layout
+        assert layout is not None and want is not None
+        if isinstance(op, ir.ExpandDims):
+            ok = want.expanded(op.axis) == layout
+        elif isinstance(op, ir.Squeeze):
+            ok = want.sliced(op.axis) == layout
+        elif isinstance(op, ir.Transpose):
+            ok = want.transposed() == layout
+        else:
+            collapsed = layout
+            for axis, n in enumerate(x.tile.shape):
+                if n == 1 and layout.shape[axis] != 1:
+                    collapsed = collapsed.collapsed(axis)
+            ok = collapsed == want
+        if not ok:
+            self.fail(op, "its operand's layout is not the one that makes it free")

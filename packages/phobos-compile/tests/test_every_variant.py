@@ -1,0 +1,51 @@
+"""Every variant of every example's ``@autotune`` space compiles with NVRTC and ptxas.
+
+A launch on an H100 or H200 may compile any variant of a kernel's space for
+``sm_90a`` while tuning.  CI compiles every ``SAMPLE_90A``-th variant for it and every
+``SAMPLE``-th for ``sm_80`` and ``sm_90`` (mma.sync, the other instruction paths),
+so the suite stays within its time.  The whole sweep, every variant for the three
+targets (939 compiles), is
+``PHOBOS_EVERY_VARIANT=1 pytest -n 2 packages/phobos-compile/tests/test_every_variant.py``
+(about 20 minutes on 2 cores); run it before a release and after changing the back end.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from phobos.compile.check import tune_space
+from phobos.compile.pipeline import compile_kernel, parse_file
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+SAMPLE_90A = 2
+SAMPLE = 9
+EVERYTHING = os.environ.get("PHOBOS_EVERY_VARIANT") == "1"
+
+
+def _variants():
+    for path in sorted(EXAMPLES.glob("*.ph")):
+        module = parse_file(path)
+        for kernel in module.kernels:
+            for values in tune_space(module, kernel.name).variants():
+                yield path, kernel.name, values
+
+
+VARIANTS = list(_variants())
+CASES = [
+    pytest.param(
+        path, name, values, arch, id=f"{arch}-{name}-" + "-".join(map(str, values.values()))
+    )
+    for index, (path, name, values) in enumerate(VARIANTS)
+    for arch in ("sm_90a", "sm_80", "sm_90")
+    if EVERYTHING or index % (SAMPLE_90A if arch == "sm_90a" else SAMPLE) == 0
+]
+
+
+@pytest.mark.parametrize(("path", "name", "values", "arch"), CASES)
+def test_variant_compiles(path, name, values, arch):
+    compiled = compile_kernel(parse_file(path), name, values, arch=arch)
+    assert compiled.cubin.startswith(b"\x7fELF")
+    assert compiled.contract.block[0] == compiled.gpu_ir.threads

@@ -1,0 +1,133 @@
+"""What the GPU runs, read from the SASS of the cubins (nvdisasm, from the nvidia-cuda-nvdisasm wheel).
+
+Hopper's attention forward multiplies both of its products on the warpgroup tensor
+cores (``HGMMA``: QKᵀ with both operands from shared memory, PV with ``p`` in
+registers), keeps the scores, ``p`` and the rescale in registers (no shared-memory
+exchange in the whole kernel: its only shared memory is the copies of ``q``, ``k``
+and ``v``), and passes one barrier per KV iteration.  Every spelling of the matmul
+k-loop gives the same instructions.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from phobos.compile.gpu import ir
+from phobos.compile.pipeline import compile_kernel, parse_file
+from phobos.compile.syntax import parse
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _nvdisasm() -> str | None:
+    try:
+        import nvidia
+
+        for base in nvidia.__path__:
+            for candidate in Path(base).glob("*/bin/nvdisasm"):
+                return str(candidate)
+    except ImportError:
+        pass
+    return shutil.which("nvdisasm")
+
+
+NVDISASM = _nvdisasm()
+pytestmark = pytest.mark.skipif(
+    NVDISASM is None, reason="needs nvdisasm (pip install nvidia-cuda-nvdisasm)"
+)
+
+
+def sass(cubin: bytes, tmp_path: Path) -> list[str]:
+    """The instructions' opcodes with their modifiers, in order."""
+    path = tmp_path / "kernel.cubin"
+    path.write_bytes(cubin)
+    text = subprocess.run(
+        [NVDISASM, "-c", str(path)], capture_output=True, text=True, check=True
+    ).stdout
+    return re.findall(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]+[^;]*);", text)
+
+
+def opcodes(instructions: list[str]) -> Counter:
+    return Counter(i.split()[0].split(".")[0] for i in instructions)
+
+
+@pytest.mark.parametrize("d", [64, 128])
+def test_attention_forward_runs_both_products_on_wgmma_with_one_barrier_an_iteration(tmp_path, d):
+    module = parse_file(ROOT / "examples" / "attention.ph")
+    values = {"D": d, "BLOCK_M": 128, "BLOCK_N": 64, "NUM_THREADS": 256, "CAUSAL": 0}
+    compiled = compile_kernel(module, "attention_forward", values, arch="sm_90a", verbose=True)
+    code = sass(compiled.cubin, tmp_path)
+    counts = opcodes(code)
+    wgmma = [i for i in code if i.startswith("HGMMA")]
+    # QKᵀ: D / 16 k-steps from shared memory; PV: BLOCK_N / 16 with p in registers.
+    assert len(wgmma) == d // 16 + 64 // 16
+    from_registers = [i for i in wgmma if re.match(r"HGMMA\S* R\d+, R\d+, gdesc", i)]
+    assert len(from_registers) == 64 // 16
+    assert counts["HMMA"] == 0
+    assert counts["BAR"] == 1  # the KV loop's one barrier; the row max and sum are shuffles
+    shared = [
+        op for op in compiled.gpu_ir.walk() if isinstance(op, (ir.SharedStore, ir.SharedLoad))
+    ]
+    assert shared == []  # scores, p and the rescale never leave the registers
+    used = compiled.resources
+    assert (used.spill_stores, used.spill_loads) == (0, 0)
+
+
+SPELLINGS = """
+@autotune(BM in {128}, BN in {128}, BK in {64}, NUM_THREADS in {256})
+kernel plus_equals(a: tensor<f16>[M, K], b: tensor<f16>[K, N], c: tensor<f16>[M, N]) {
+    let m = ctx.block.x * BM
+    let n = ctx.block.y * BN
+    var acc = zeros<f32>[BM, BN]
+    for k in 0 .. K step BK {
+        acc += a[m :+ BM, k :+ BK] @ b[k :+ BK, n :+ BN]
+    }
+    c[m :+ BM, n :+ BN] = f16(acc)
+}
+
+@autotune(BM in {128}, BN in {128}, BK in {64}, NUM_THREADS in {256})
+kernel lets(a: tensor<f16>[M, K], b: tensor<f16>[K, N], c: tensor<f16>[M, N]) {
+    let m = ctx.block.x * BM
+    let n = ctx.block.y * BN
+    var acc = zeros<f32>[BM, BN]
+    for k in 0 .. K step BK {
+        let x = a[m :+ BM, k :+ BK]
+        let y = b[k :+ BK, n :+ BN]
+        let p = dot(x, y, acc)
+        acc = p
+    }
+    c[m :+ BM, n :+ BN] = f16(acc)
+}
+
+@autotune(BM in {128}, BN in {128}, BK in {64}, NUM_THREADS in {256})
+kernel accumulator(a: tensor<f16>[M, K], b: tensor<f16>[K, N], c: tensor<f16>[M, N]) {
+    let m = ctx.block.x * BM
+    let n = ctx.block.y * BN
+    var acc = zeros<f32>[BM, BN]
+    for k in 0 .. K step BK {
+        acc = dot(a[m :+ BM, k :+ BK], b[k :+ BK, n :+ BN], acc)
+    }
+    c[m :+ BM, n :+ BN] = f16(maximum(acc * 0.5, 0.0))
+}
+"""
+
+
+def test_every_spelling_of_the_k_loop_gets_the_same_instructions(tmp_path):
+    module = parse(SPELLINGS, "spellings.ph")
+    mixes = {}
+    for name in ("plus_equals", "lets", "accumulator"):
+        values = {"BM": 128, "BN": 128, "BK": 64, "NUM_THREADS": 256}
+        compiled = compile_kernel(module, name, values, arch="sm_90a")
+        (loop,) = [op for op in compiled.gpu_ir.walk() if isinstance(op, ir.For)]
+        body = [op.NAME for op in loop.body.walk()]
+        counts = opcodes(sass(compiled.cubin, tmp_path))
+        mixes[name] = (body, counts["HGMMA"], counts["LDGSTS"], counts["BAR"])
+    first = mixes["plus_equals"]
+    assert first[1] == 64 // 16  # one k-step's wgmmas, no mma.sync
+    assert all(mix == first for mix in mixes.values()), mixes
