@@ -109,9 +109,8 @@ class _Verifier:
             isinstance(op, ir.Reduce)
             and self.stage.reductions
             and isinstance(op.operands[0].type, ir.Tile)
-        ):
-            if op.operands[0].tile.layout is not None:
-                self.fail(op, "a reduction is left after the reductions pass")
+        ) and op.operands[0].tile.layout is not None:
+            self.fail(op, "a reduction is left after the reductions pass")
 
     def yields(self, op: ir.Op, region: ir.Block, count: int) -> None:
         last = region.ops[-1] if region.ops else None
