@@ -3,7 +3,7 @@ const LOG2E = 1.4426950408889634
 
 // Tutorial 06, forward: BLOCK_M queries of one head per block, keys in BLOCK_N blocks with
 // the online softmax (exp2, scale sm_scale * log2(e)); stores o and each row's logsumexp.
-@autotune(D in {64, 128, 16, 32}, BLOCK_M in {64, 128}, BLOCK_N in {64, 32}, NUM_THREADS in {256}, CAUSAL in {0, 1})
+@autotune(D in {64, 128, 16, 32}, BLOCK_M in {64, 128}, BLOCK_N in {64, 32}, NUM_THREADS in {256, 128}, CAUSAL in {0, 1})
 kernel attention_forward(q: tensor<f16>[BH, S, D], k: tensor<f16>[BH, S, D], v: tensor<f16>[BH, S, D], o: tensor<f16>[BH, S, D], lse: tensor<f32>[BH, S], sm_scale: f32) {
     let start = ctx.block.x * BLOCK_M
     let head = ctx.block.y
@@ -46,7 +46,7 @@ kernel attention_backward_preprocess(o: tensor<f16>[BH, S, D], do: tensor<f16>[B
 
 // Backward, second kernel: a block owns BLOCK_N keys of one head and loops over the query
 // blocks that see them, accumulating dk and dv in fp32.
-@autotune(D in {64, 128, 16, 32}, BLOCK_M in {32, 64}, BLOCK_N in {64}, NUM_THREADS in {256}, CAUSAL in {0, 1})
+@autotune(D in {64, 128, 16, 32}, BLOCK_M in {32, 64}, BLOCK_N in {64}, NUM_THREADS in {256, 128}, CAUSAL in {0, 1})
 kernel attention_backward_dkdv(q: tensor<f16>[BH, S, D], k: tensor<f16>[BH, S, D], v: tensor<f16>[BH, S, D], do: tensor<f16>[BH, S, D], lse: tensor<f32>[BH, S], delta: tensor<f32>[BH, S], dk: tensor<f16>[BH, S, D], dv: tensor<f16>[BH, S, D], sm_scale: f32) {
     let start = ctx.block.x * BLOCK_N
     let head = ctx.block.y
@@ -81,7 +81,7 @@ kernel attention_backward_dkdv(q: tensor<f16>[BH, S, D], k: tensor<f16>[BH, S, D
 
 // Backward, third kernel: a block owns BLOCK_M queries of one head and loops over the key
 // blocks they see, accumulating dq in fp32.
-@autotune(D in {64, 128, 16, 32}, BLOCK_M in {64}, BLOCK_N in {32, 64}, NUM_THREADS in {256}, CAUSAL in {0, 1})
+@autotune(D in {64, 128, 16, 32}, BLOCK_M in {64}, BLOCK_N in {32, 64}, NUM_THREADS in {256, 128}, CAUSAL in {0, 1})
 kernel attention_backward_dq(q: tensor<f16>[BH, S, D], k: tensor<f16>[BH, S, D], v: tensor<f16>[BH, S, D], do: tensor<f16>[BH, S, D], lse: tensor<f32>[BH, S], delta: tensor<f32>[BH, S], dq: tensor<f16>[BH, S, D], sm_scale: f32) {
     let start = ctx.block.x * BLOCK_M
     let head = ctx.block.y

@@ -41,8 +41,11 @@ absent: their scores are absent, ``max`` and ``sum`` skip them and ``dot``
 counts them as 0.  Queries past ``S`` are absent rows whose stores are skipped.
 
 **Tiles.**  Each kernel's ``@autotune`` space is small, since a GPU launch compiles
-every variant before it times them; ``NUM_THREADS`` is 256 (with 128 threads these
-tiles spill far more registers).  The CPU check runs the smallest and largest tiles.
+every variant before it times them.  ``NUM_THREADS`` is 256 or 128: on Hopper a
+warpgroup (128 threads) multiplies 64-row slabs, so a 64-row tile on 256 threads splits
+each product's columns between two warpgroups, and the next product, which needs all of
+them, gets them through shared memory; on 128 threads it needs none.  The CPU check
+runs the smallest and largest tiles.
 
 FLOPs: the forward does two ``[S, S, D]`` products per head, ``4·B·H·S²·D``
 (half with ``causal``); the backward counts as 2.5 times the forward, Triton's
@@ -74,7 +77,7 @@ LOG2E: ph.const = 1.4426950408889634
     D={64, 128, 16, 32},
     BLOCK_M={64, 128},
     BLOCK_N={64, 32},
-    NUM_THREADS={256},
+    NUM_THREADS={256, 128},
     CAUSAL={0, 1},
 )
 def attention_forward(
@@ -133,7 +136,7 @@ def attention_backward_preprocess(
     D={64, 128, 16, 32},
     BLOCK_M={32, 64},
     BLOCK_N={64},
-    NUM_THREADS={256},
+    NUM_THREADS={256, 128},
     CAUSAL={0, 1},
 )
 def attention_backward_dkdv(
@@ -182,7 +185,7 @@ def attention_backward_dkdv(
     D={64, 128, 16, 32},
     BLOCK_M={64},
     BLOCK_N={32, 64},
-    NUM_THREADS={256},
+    NUM_THREADS={256, 128},
     CAUSAL={0, 1},
 )
 def attention_backward_dq(

