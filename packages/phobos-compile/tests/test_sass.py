@@ -4,8 +4,9 @@ Hopper's attention forward multiplies both of its products on the warpgroup tens
 cores (``HGMMA``: QKᵀ with both operands from shared memory, PV with ``p`` in
 registers), keeps the scores, ``p`` and the rescale in registers (no shared-memory
 exchange in the whole kernel: its only shared memory is the copies of ``q``, ``k``
-and ``v``), and passes one barrier per KV iteration.  Every spelling of the matmul
-k-loop gives the same instructions.
+and ``v``), and passes one barrier per KV iteration.  Matmul's k-loop issues each k-step's
+``HGMMA`` behind the last with no wait between (one product in flight), and every
+spelling of the k-loop gives the same instructions.
 """
 
 from __future__ import annotations
@@ -131,3 +132,15 @@ def test_every_spelling_of_the_k_loop_gets_the_same_instructions(tmp_path):
     first = mixes["plus_equals"]
     assert first[1] == 64 // 16  # one k-step's wgmmas, no mma.sync
     assert all(mix == first for mix in mixes.values()), mixes
+
+
+def test_matmul_keeps_one_k_step_in_flight(tmp_path):
+    module = parse_file(ROOT / "examples" / "matmul.ph")
+    values = {"BM": 128, "BN": 128, "BK": 64, "GROUP_M": 8, "NUM_THREADS": 256, "ACTIVATION": 0}
+    code = sass(compile_kernel(module, "matmul", values, arch="sm_90a").cubin, tmp_path)
+    products = [i for i, text in enumerate(code) if text.startswith("HGMMA")]
+    assert len(products) == 64 // 16  # one k-step of m64n128k16, per warpgroup
+    between = code[products[0] : products[-1] + 1]
+    assert not [text for text in between if text.startswith("WARPGROUP.DEPBAR")]
+    # The release that frees the older k-step's stage: all but the newest product done.
+    assert code[products[-1] + 1].startswith("WARPGROUP.DEPBAR.LE gsb0, 0x1")

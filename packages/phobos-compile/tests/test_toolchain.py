@@ -157,3 +157,19 @@ def test_parse_ptxas_info_reads_each_entry_function():
         ),
     }
     assert found["k"].summary().startswith("24 registers, 420 bytes spill stores")
+
+
+def test_parse_ptxas_info_reports_a_serialized_wgmma_pipeline():
+    log = (
+        "ptxas info    : (C7514) Potential Performance Loss: wgmma.mma_async instructions are "
+        "serialized due to non wgmma instructions reading accumulator registers of  a wgmma "
+        "between start and end of the pipeline stage in the function 'k' in line 0\n" + PTXAS_LOG
+    )
+    found = parse_ptxas_info(log)
+    reason = (
+        "due to non wgmma instructions reading accumulator registers of a wgmma "
+        "between start and end of the pipeline stage"
+    )
+    assert found["k"].wgmma_serialized == reason
+    assert found["k2"].wgmma_serialized is None
+    assert found["k"].summary().endswith(f"wgmma serialized by ptxas: {reason}")

@@ -119,6 +119,7 @@ inline void copy_async_16(void* shared, const void* global) { std::memcpy(shared
 inline void copy_async_commit() {}
 template <int PENDING> inline void copy_async_wait_pending() {}
 inline void fence_async_shared() {}
+inline int thread_index() { return threadIdx.x; }
 inline void wgmma_fence() {}
 inline void wgmma_commit() {}
 template <int PENDING> inline void wgmma_wait() {}

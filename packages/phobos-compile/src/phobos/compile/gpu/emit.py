@@ -181,7 +181,7 @@ class _Printer:
             *(text + "\n" for text in self.helpers.values()),
             f'extern "C" __global__ void __launch_bounds__({bounds})',
             f"{entry}({', '.join(self.signature.declarations)}) {{",
-            "    const int tid = threadIdx.x;",
+            f"    const int tid = {'phobos::thread_index()' if self.k.tid_read_once else 'threadIdx.x'};",
             f"    [[maybe_unused]] const int lane = phobos::cta_thread<{self.k.threads}>(tid) % {WARP};",
             f"    [[maybe_unused]] const int warp = phobos::cta_thread<{self.k.threads}>(tid) / {WARP};",
             *(
@@ -892,11 +892,15 @@ class _Printer:
         slabs = m // (64 * down)
         steps = k // 16
         kbits = int(math.log2(steps)) if steps > 1 else 0
-        name = self.declare(op.result)
         total = self.registers(op.result)
-        self.unroll(total)
-        self.line(f"{name}[r] = {self.name(acc)}[r];")
-        self.close()
+        if op.chained:  # onto the accumulator in flight, in its registers
+            self.alias(op.result, acc)
+            name = self.name(acc)
+        else:
+            name = self.declare(op.result)
+            self.unroll(total)
+            self.line(f"{name}[r] = {self.name(acc)}[r];")
+            self.close()
         dtype = a.dtype
         register_a = isinstance(a.type, ir.Tile)
         helper = self.wgmma_helper(cols, dtype, register_a, op.a_major == "mn", op.b_major == "mn")
@@ -906,7 +910,7 @@ class _Printer:
         self.line("phobos::wgmma_fence();")
         self.open("")
         self.line("const int warpgroup = warp / 4;")
-        self.line(f"const int group_row = (warpgroup % {down}) * 64;")
+        self.line(f"[[maybe_unused]] const int group_row = (warpgroup % {down}) * 64;")
         self.line(f"const int group_col = (warpgroup / {down}) * {cols};")
         b_type = b.type
         assert isinstance(b_type, ir.Shared)
@@ -1003,9 +1007,13 @@ class _Printer:
         return name
 
     def _WgmmaWait(self, op: ir.WgmmaWait) -> None:
-        self.line(f"phobos::wgmma_wait<{op.pending}>();")
-        self.alias(op.result, op.operands[0])
-        self.line(f"phobos::fence_registers<{self.registers(op.result)}>({self.name(op.result)});")
+        if not op.drained:
+            self.line(f"phobos::wgmma_wait<{op.pending}>();")
+        if op.results:
+            self.alias(op.result, op.operands[0])
+            self.line(
+                f"phobos::fence_registers<{self.registers(op.result)}>({self.name(op.result)});"
+            )
 
     def _DotShared(self, op: ir.DotShared) -> None:
         a_buf, b_buf, acc = op.operands

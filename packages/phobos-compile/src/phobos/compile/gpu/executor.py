@@ -18,7 +18,11 @@ forgive:
 * a ``cp.async`` lands only when an ``AsyncWait`` lets it: reading or overwriting
   its bytes before then is an error;
 * what ``wgmma`` reads was fenced (``FenceAsync``) by its writer and written
-  before the last barrier, and is not overwritten while the product is in flight.
+  before the last barrier, and is not overwritten while the product is in flight;
+* products complete in issue order, only at a ``WgmmaWait`` whose ``pending``
+  leaves them out of the newest: a wait that names a product it does not complete,
+  or any other read of a product in flight, is an error (a ``chained`` product may
+  take one in flight as its accumulator).
 
 Arithmetic follows the interpreter (``interp/elementwise.py``, its dtypes): f16
 rounds after every operation, bf16 is a float32 rounded to bf16, integers wrap.
@@ -119,6 +123,7 @@ class _SharedMemory:
         self.fenced = np.ones(n, np.bool_)
         self.in_flight = np.zeros(n, np.int64)  # wgmma operands not yet waited for
         self.groups: list[list[list[_Copy]]] = [[[]] for _ in range(self.threads)]
+        self.products: list[_InFlight] = []  # wgmma groups in flight, oldest first
 
     def write(self, threads: np.ndarray, offsets: np.ndarray, data: np.ndarray, what: str) -> None:
         """``threads[i]`` writes ``data[i]`` (bytes) at ``offsets[i]``."""
@@ -294,7 +299,13 @@ class Executor:
 
     def op(self, op: ir.Op, env: dict[ir.Value, object]) -> None:
         handler = getattr(self, "_" + type(op).__name__)
-        out = handler(op, [env[v] for v in op.operands], env)
+        args = [env[v] for v in op.operands]
+        for i, x in enumerate(args):
+            if isinstance(x, _InFlight) and not _may_take_in_flight(op, i):
+                raise ExecutionError(
+                    f"{op.NAME} at {op.span} reads a wgmma's accumulator before its wait"
+                )
+        out = handler(op, args, env)
         if len(op.results) == 1 and not isinstance(op, (ir.For, ir.If, ir.While)):
             env[op.result] = out
         elif op.results:
@@ -658,7 +669,7 @@ class Executor:
             "in_flight",
         ):
             getattr(new, name)[: old.size] = getattr(old, name)
-        new.epoch, new.groups = old.epoch, old.groups
+        new.epoch, new.groups, new.products = old.epoch, old.groups, old.products
         self.smem = new
 
     def _element_bytes(self, buffer: _Buffer, rows, cols, stage) -> np.ndarray:
@@ -791,8 +802,12 @@ class Executor:
         b_bytes = self._operand_bytes(b_arg, (k, n), op.b_major == "k", b_stage)
         operand_bytes = np.concatenate([a_bytes, b_bytes])
         self.smem.in_flight[operand_bytes] += 1
+        if isinstance(acc, _InFlight):
+            acc = acc.result  # chained: the hardware orders products on one accumulator
         result = _product(a, b, self.dense(acc, op.operands[2].type), op.result.dtype)
-        return _InFlight(self.like(result, op.result.type), operand_bytes)
+        flight = _InFlight(self.like(result, op.result.type), operand_bytes)
+        self.smem.products.append(flight)
+        return flight
 
     def _operand_bytes(self, buffer: _Buffer, shape, major_rows: bool, stage: int) -> np.ndarray:
         stored = (shape[1], shape[0]) if major_rows else shape
@@ -800,14 +815,27 @@ class Executor:
         return self._element_bytes(buffer, rows, cols, stage).reshape(-1)
 
     def _WgmmaWait(self, op: ir.WgmmaWait, args, env):
-        (flight,) = args
-        assert isinstance(flight, _InFlight)
-        self.smem.in_flight[flight.operand_bytes] -= 1
-        # The operands were read by every thread of the warpgroups: a later write needs a barrier.
-        every = np.full(flight.operand_bytes.size, -2)
-        self.smem.reader[flight.operand_bytes] = every
-        self.smem.read_epoch[flight.operand_bytes] = self.smem.epoch
-        return flight.result
+        (waited,) = args
+        products = self.smem.products
+        if op.drained:
+            if any(waited is p for p in products):
+                raise ExecutionError(f"the product at {op.span} is read in flight (not drained)")
+            return waited.result if isinstance(waited, _InFlight) else waited
+        done = products[: max(0, len(products) - op.pending)]
+        del products[: len(done)]
+        for flight in done:
+            self.smem.in_flight[flight.operand_bytes] -= 1
+            # Every thread of the warpgroups read the operands: a later write needs a barrier.
+            every = np.full(flight.operand_bytes.size, -2)
+            self.smem.reader[flight.operand_bytes] = every
+            self.smem.read_epoch[flight.operand_bytes] = self.smem.epoch
+        if not isinstance(waited, _InFlight):
+            return waited  # no product on this path (a loop that ran no iteration)
+        if any(waited is p for p in products):
+            raise ExecutionError(
+                f"wgmma_wait{{pending={op.pending}}} at {op.span} leaves the product it waits for in flight"
+            )
+        return waited.result
 
     def _DotShared(self, op: ir.DotShared, args, env):
         a_buf, b_buf, acc = args
@@ -901,6 +929,13 @@ class Executor:
         if not dense.all():
             raise ExecutionError(f"{op.span.file}:{op.span.line}: assertion failed: {op.message}")
         return None
+
+
+def _may_take_in_flight(op: ir.Op, index: int) -> bool:
+    """A product in flight may be waited for, carried, or accumulated onto by a chain."""
+    if isinstance(op, (ir.WgmmaWait, ir.Yield, ir.For, ir.If, ir.While)):
+        return True
+    return isinstance(op, ir.Wgmma) and op.chained and index == 2
 
 
 @dataclass

@@ -554,7 +554,9 @@ class Wgmma(Op):
     """``wgmma.mma_async`` (operands a: buffer or tile, b: buffer, acc, [a stage], [b stage]):
     its result is the accumulator in flight (registers written asynchronously), which
     only a ``WgmmaWait`` may read.  ``b_major``: "k" (b's rows in the buffer are its
-    columns, ``trans(t)`` staged as it lies) or "mn"."""
+    columns, ``trans(t)`` staged as it lies) or "mn".  ``chained``: ``acc`` may itself be
+    in flight (the previous k-step's product); the hardware orders products on the same
+    accumulator, so this one accumulates onto it in its registers without a wait."""
 
     NAME = "wgmma"
     warpgroups: tuple[int, int] = (1, 1)  # (down the rows, across the columns)
@@ -562,14 +564,20 @@ class Wgmma(Op):
     b_major: str = "mn"
     a_stage: bool = False
     b_stage: bool = False
+    chained: bool = False
 
 
 @dataclass(eq=False, kw_only=True)
 class WgmmaWait(Op):
-    """The accumulators of a ``Wgmma`` once it completed (``wgmma.wait_group pending``)."""
+    """Wait until at most the ``pending`` newest wgmma groups are in flight
+    (``wgmma.wait_group``); its operand, a product then complete, is its result.  Without
+    a result it only releases what the product read (a ring stage the next copy reuses).
+    ``drained``: the product completed on every path here (its loop waits for it in its
+    last iteration), so nothing is issued; the op only makes the value readable."""
 
     NAME = "wgmma_wait"
     pending: int = 0
+    drained: bool = False
 
 
 @dataclass(eq=False, kw_only=True)
@@ -678,6 +686,9 @@ class Kernel:
     min_ctas: int = 1  # CTAs an SM must hold: ``__launch_bounds__``' second number
     shared_bytes: int = 0  # the CTA's shared memory, set by allocation
     shared_align: int = 16  # what its base is aligned to at run time (passes/allocation.py)
+    # Read %tid.x once and keep it (passes/mma_waits.py): ptxas serializes a wgmma whose
+    # accumulators are in flight across a re-read.
+    tid_read_once: bool = False
 
     @property
     def tensors(self) -> dict[str, tir.TensorParam]:

@@ -20,6 +20,7 @@ from phobos.compile.gpu.passes.barriers import insert_barriers
 from phobos.compile.gpu.passes.cleanup import eliminate_dead_code
 from phobos.compile.gpu.passes.conversions import expand_conversions
 from phobos.compile.gpu.passes.cta import choose_cta
+from phobos.compile.gpu.passes.mma_waits import schedule_mma_waits
 from phobos.compile.gpu.passes.pipeline import pipeline_copies
 from phobos.compile.gpu.passes.reductions import expand_reductions
 from phobos.compile.gpu.passes.select_mma import select_mma
@@ -39,6 +40,7 @@ PASSES: tuple[tuple[str, Callable[[ir.Kernel], None], Stage], ...] = (
     ("cta", choose_cta, Stage()),
     ("select_mma", select_mma, Stage()),
     ("cleanup", eliminate_dead_code, Stage()),
+    ("mma_waits", schedule_mma_waits, Stage()),
     ("pipeline", pipeline_copies, Stage()),
     ("assign_layouts", assign_layouts, _LAID_OUT),
     ("reductions", expand_reductions, Stage(layouts=True, reductions=True)),

@@ -9,6 +9,10 @@
   layouts are assigned, its layout); the free shape ops (new axis, broadcast,
   transpose, squeeze) have the layouts that make them free; shared-memory ops take
   buffers; a ``wgmma_wait`` takes a ``wgmma``'s result, in the same layout.
+* Products in flight: a ``wgmma``'s result, and a value carried from one, is read
+  only by a ``wgmma_wait``, a region's ``yield`` or as the accumulator of a
+  ``chained`` ``wgmma``; a chained product's accumulator is not read after it but by
+  a wait without a result (their registers are one).
 * Stage: once layouts are assigned every tile has one; after the conversions pass no
   ``convert`` is left, and after the reductions pass no ``reduce`` on a tile.
 """
@@ -51,6 +55,7 @@ class _Verifier:
 
     def run(self) -> None:
         self.block(self.kernel.body, set())
+        self.products_in_flight()
 
     def block(self, block: ir.Block, visible: set[ir.Value]) -> None:
         scope = set(visible) | set(block.args)
@@ -100,8 +105,12 @@ class _Verifier:
             if not isinstance(op.operands[0].type, ir.Shared):
                 self.fail(op, "its first operand is not a shared buffer")
         elif isinstance(op, ir.WgmmaWait):
-            flight = op.operands[0]
-            if flight.type != op.result.type:
+            waited = op.operands[0].type
+            if op.results and not (
+                isinstance(waited, ir.Tile)
+                and (waited.dtype, waited.shape) == (op.result.tile.dtype, op.result.tile.shape)
+                and (not self.stage.layouts or waited.layout == op.result.tile.layout)
+            ):
                 self.fail(op, "waits for a product of another type")
         elif isinstance(op, ir.Convert) and self.stage.conversions:
             self.fail(op, "a conversion is left after the conversions pass")
@@ -149,3 +158,67 @@ class _Verifier:
             ok = collapsed == want
         if not ok:
             self.fail(op, "its operand's layout is not the one that makes it free")
+
+    # ------------------------------------------------------------------ products in flight
+
+    def products_in_flight(self) -> None:
+        flights = in_flight_values(self.kernel)
+        for block in _blocks(self.kernel.body):
+            for i, op in enumerate(block.ops):
+                for index, v in enumerate(op.operands):
+                    if v not in flights:
+                        continue
+                    chain = isinstance(op, ir.Wgmma) and op.chained and index == 2
+                    if not (chain or isinstance(op, (ir.WgmmaWait, ir.Yield, *_REGIONS))):
+                        self.fail(op, f"reads {v!r}, a product in flight, without a wait")
+                    if chain:
+                        self.chain_ends(op, v, block.ops[i + 1 :])
+
+    def chain_ends(self, product: ir.Op, acc: ir.Value, later: list[ir.Op]) -> None:
+        for op in later:
+            for inner in [op, *(o for r in op.regions for o in r.walk())]:
+                if acc in inner.operands and not (
+                    isinstance(inner, ir.WgmmaWait) and not inner.results
+                ):
+                    self.fail(product, f"{acc!r} is read after a product chained onto it")
+
+
+_REGIONS = (ir.For, ir.If, ir.While)
+
+
+def _blocks(block: ir.Block):
+    yield block
+    for op in block.ops:
+        for region in op.regions:
+            yield from _blocks(region)
+
+
+def in_flight_values(kernel: ir.Kernel) -> set[ir.Value]:
+    """The values that may hold a product in flight: a ``wgmma``'s results, and what a
+    region carries or gives from one."""
+    flights = {op.result for op in kernel.walk() if isinstance(op, ir.Wgmma)}
+    changed = True
+    while changed:
+        changed = False
+        for op in kernel.walk():
+            for targets, sources in _carried(op):
+                for target, source in zip(targets, sources):
+                    if source in flights and target not in flights:
+                        flights.add(target)
+                        changed = True
+    return flights
+
+
+def _carried(op: ir.Op) -> list[tuple[list[ir.Value], list[ir.Value]]]:
+    """Pairs (values, what flows into them) of a region op."""
+    yields = [r.ops[-1].operands for r in op.regions if r.ops and isinstance(r.ops[-1], ir.Yield)]
+    if isinstance(op, ir.For):
+        args = op.body.args[1:]
+        return [(args, op.inits), *((args, y) for y in yields), *((op.results, y) for y in yields)]
+    if isinstance(op, ir.If):
+        return [(op.results, y) for y in yields]
+    if isinstance(op, ir.While):
+        cond, body = op.regions
+        sources = [op.operands, *yields]
+        return [(t, src) for t in (cond.args, body.args, op.results) for src in sources]
+    return []

@@ -25,13 +25,18 @@ class Resources:
     spill_loads: int  # bytes per thread
     stack_bytes: int  # the stack frame, bytes per thread
     shared_bytes: int  # static shared memory, bytes per block
+    # Why ptxas made every wgmma wait for the one before (its C751x reason), or None.
+    wgmma_serialized: str | None = None
 
     def summary(self) -> str:
-        return (
+        text = (
             f"{self.registers} registers, {self.spill_stores} bytes spill stores, "
             f"{self.spill_loads} bytes spill loads, {self.stack_bytes} bytes stack, "
             f"{self.shared_bytes} bytes shared"
         )
+        if self.wgmma_serialized:
+            text += f"; wgmma serialized by ptxas: {self.wgmma_serialized}"
+        return text
 
 
 _ENTRY = re.compile(r"Compiling entry function '([^']+)'")
@@ -39,6 +44,9 @@ _PROPERTIES = re.compile(r"Function properties for (\S+)")
 _FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
 _REGISTERS = re.compile(r"Used (\d+) registers")
 _SHARED = re.compile(r"(\d+) bytes smem")
+_SERIALIZED = re.compile(
+    r"wgmma\.mma_async instructions are serialized (due to .*?) in the function '([^']+)'"
+)
 
 
 def parse_ptxas_info(log: str) -> dict[str, Resources]:
@@ -47,8 +55,11 @@ def parse_ptxas_info(log: str) -> dict[str, Resources]:
     usage: dict[str, tuple[int, int]] = {}
     entry: str | None = None
     described: str | None = None
+    serialized: dict[str, str] = {}
     for line in log.splitlines():
-        if match := _ENTRY.search(line):
+        if match := _SERIALIZED.search(line):
+            serialized[match.group(2)] = " ".join(match.group(1).split())
+        elif match := _ENTRY.search(line):
             entry = match.group(1)
         elif match := _PROPERTIES.search(line):
             described = match.group(1)
@@ -61,5 +72,5 @@ def parse_ptxas_info(log: str) -> dict[str, Resources]:
     found = {}
     for name, (registers, shared) in usage.items():
         stack, stores, loads = frames.get(name, (0, 0, 0))
-        found[name] = Resources(registers, stores, loads, stack, shared)
+        found[name] = Resources(registers, stores, loads, stack, shared, serialized.get(name))
     return found

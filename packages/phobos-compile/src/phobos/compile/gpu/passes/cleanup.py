@@ -59,7 +59,7 @@ def _live(kernel: ir.Kernel) -> set[ir.Value]:
                     mark(_feeding(op, i))
             elif isinstance(op, ir.Yield):
                 continue  # its owner marks the positions that are live
-            elif isinstance(op, _EFFECTS) or any(v in live for v in op.results):
+            elif _is_effect(op) or any(v in live for v in op.results):
                 mark(op.operands)
     return live
 
@@ -73,8 +73,13 @@ def _controls(op: ir.Op) -> list[ir.Value]:
     return []
 
 
+def _is_effect(op: ir.Op) -> bool:
+    """A wgmma wait without a result releases shared memory: an effect of its own."""
+    return isinstance(op, _EFFECTS) or (isinstance(op, ir.WgmmaWait) and not op.results)
+
+
 def _has_effects(op: ir.Op) -> bool:
-    return any(isinstance(inner, _EFFECTS) for region in op.regions for inner in region.walk())
+    return any(_is_effect(inner) for region in op.regions for inner in region.walk())
 
 
 def _positions(op: ir.Op, live: set[ir.Value]) -> list[int]:
@@ -125,7 +130,7 @@ def _prune(block: ir.Block, live: set[ir.Value]) -> bool:
                 changed |= _prune(region, live)
             kept.append(op)
             continue
-        if isinstance(op, (_EFFECTS, ir.Yield)) or any(v in live for v in op.results):
+        if _is_effect(op) or isinstance(op, ir.Yield) or any(v in live for v in op.results):
             for region in op.regions:
                 changed |= _prune(region, live)
             kept.append(op)

@@ -8,20 +8,25 @@ the loop variable and values fixed before the loop: matmul's ``a`` and ``b``,
 attention's ``k`` and ``v``, not ``q``) and
 
 * makes its buffer a ring of ``S`` stages, allocated before the loop;
-* issues, before the loop, the copies of the first ``S - 1`` iterations, one commit
+* issues, before the loop, the copies of the first ``D`` iterations, one commit
   group each (empty past the loop's end, so the group count stays the same);
 * at the top of each iteration's first use of a ring, waits until only the newest
-  ``S - 2`` groups are in flight (this iteration's has landed), fences them for the
+  ``D - 1`` groups are in flight (this iteration's has landed), fences them for the
   asynchronous proxy where a ``wgmma`` reads them, passes one barrier (every thread's
-  copies are visible, and every thread is done with the stage read last iteration),
-  and then issues iteration ``i + S - 1``'s copies into that freed stage;
+  copies are visible, and every thread is done with the stage it frees), and then
+  issues iteration ``i + D``'s copies into that freed stage;
 * gives each reader of a ring the stage it reads, a value the loop carries.
 
-So ``S - 1`` iterations of copies are in flight behind each one's work, at the cost
-of one wait and one barrier an iteration.  ``S`` is the variant's ``NUM_STAGES``
-when it has one, else as many as the shared-memory budget holds, 2 to
-``MAX_STAGES``.  The ring's own accesses are ordered here; the barrier pass leaves
-them alone inside the loop.
+``D = S - 1 - L``: a stage read in iteration ``i`` is free once every thread passed
+the next barrier after the read completed.  A load from shared memory completes at
+once (``L = 0``: the stage read last iteration is refilled); a ``wgmma`` completes at
+the wait that covers it (``passes/mma_waits.py``), which for a product kept in
+flight across the iteration is in the next one (``L = 1``: refilled an iteration
+later).  So ``D`` iterations of copies are in flight behind each one's work, at the
+cost of one wait and one barrier an iteration.  ``S`` is the variant's
+``NUM_STAGES`` when it has one, else as many as the shared-memory budget holds,
+``2 + L`` to ``MAX_STAGES``.  The ring's own accesses are ordered here; the barrier
+pass leaves them alone inside the loop.
 """
 
 from __future__ import annotations
@@ -46,7 +51,13 @@ def pipeline_copies(kernel: ir.Kernel) -> None:
     for block in _blocks(kernel.body):
         for op in list(block.ops):
             if isinstance(op, ir.For):
-                _Pipeliner(kernel, block, op).run()
+                _Pipeliner(kernel, op).run(block)
+
+
+def ring_buffers(kernel: ir.Kernel, loop: ir.For) -> set[ir.Value]:
+    """The buffers this pass makes rings of in ``loop`` (``passes/mma_waits.py`` keeps a
+    product in flight across iterations only where its operands are rings or fixed)."""
+    return {alloc.result for alloc, _, _ in _Pipeliner(kernel, loop).candidates()}
 
 
 def _blocks(block: ir.Block):
@@ -57,9 +68,8 @@ def _blocks(block: ir.Block):
 
 
 class _Pipeliner:
-    def __init__(self, kernel: ir.Kernel, outer: ir.Block, loop: ir.For) -> None:
+    def __init__(self, kernel: ir.Kernel, loop: ir.For) -> None:
         self.kernel = kernel
-        self.outer = outer
         self.loop = loop
         self.body = loop.body
         self.defs = {v: op for op in self.body.ops for v in op.results}
@@ -108,14 +118,47 @@ class _Pipeliner:
                 return False
         return True
 
-    def stages(self, step_bytes: int) -> int:
+    def stages(self, step_bytes: int, lag: int) -> int:
+        least = 2 + lag
         values = dict(self.kernel.values)
         if NUM_STAGES in values:
-            return max(2, values[NUM_STAGES])
+            return max(least, values[NUM_STAGES])
         digits = "".join(ch for ch in self.kernel.arch.removeprefix("sm_") if ch.isdigit())
         per_sm = _SHARED_KIB.get(int(digits) if digits else 0, _SHARED_KIB_UNKNOWN) * 1024
         budget = per_sm // self.kernel.min_ctas - _RESERVED - self.outside_bytes()
-        return max(2, min(MAX_STAGES, budget // max(step_bytes, 1)))
+        return max(least, min(MAX_STAGES, budget // max(step_bytes, 1)))
+
+    def lag(self, rings: set[ir.Value], head: int) -> int:
+        """``L``: how many iterations after its read a ring's stage is released.  A
+        ``wgmma`` reading a ring is complete at the first wait that leaves no more than
+        ``pending`` younger products in flight; the stage is free after the first head
+        (the barrier at ``head``) past that wait."""
+        ops = self.body.ops
+        lag = 0
+        for g, op in enumerate(ops):
+            if not (isinstance(op, ir.Wgmma) and rings.intersection(op.operands[:2])):
+                continue
+            younger = 0
+            for turn, index, later in self._from(g):
+                if isinstance(later, ir.Wgmma):
+                    younger += 1
+                elif (
+                    isinstance(later, ir.WgmmaWait)
+                    and not later.drained
+                    and younger >= later.pending
+                ):
+                    lag = max(lag, turn - (index < head), 0)
+                    break
+            else:
+                raise AssertionError("a product that reads a ring is never waited for")
+        return lag
+
+    def _from(self, g: int):
+        """The ops after body op ``g``, through the next two iterations: (iteration, index, op)."""
+        ops = self.body.ops
+        for turn in range(3):
+            for index in range(g + 1 if turn == 0 else 0, len(ops)):
+                yield turn, index, ops[index]
 
     def outside_bytes(self) -> int:
         """Shared memory live beside the ring: the buffers made before the loop."""
@@ -129,7 +172,7 @@ class _Pipeliner:
 
     # ------------------------------------------------------------------ the rewrite
 
-    def run(self) -> None:
+    def run(self, outer: ir.Block) -> None:
         found = self.candidates()
         if not found:
             return
@@ -138,13 +181,16 @@ class _Pipeliner:
             t = alloc.result.type
             assert isinstance(t, ir.Shared)
             step_bytes += shared_bytes(t.layout)
-        stages = self.stages(step_bytes)
+        first = min(self.body.ops.index(copy) for _, copy, _ in found)
+        lag = self.lag({alloc.result for alloc, _, _ in found}, first)
+        stages = self.stages(step_bytes, lag)
+        ahead_by = stages - 1 - lag  # D: the iterations whose copies are in flight
         fence = any(isinstance(o, ir.FenceAsync) for _, _, tail in found for o in tail)
-        b = Builder(self.outer)
+        b = Builder(outer)
         b.span = self.loop.span
         start, stop, step = self.loop.operands[:3]
         index = start.dtype
-        at = self.outer.ops.index(self.loop)
+        at = outer.ops.index(self.loop)
         before: list[ir.Op] = []
         # The rings, before the loop.
         rings: dict[ir.Value, ir.Value] = {}
@@ -155,10 +201,10 @@ class _Pipeliner:
             ring.results = [ir.Value(replace(t, stages=stages), alloc.result.name)]
             before.append(ring)
             rings[alloc.result] = ring.result
-        # The first S - 1 iterations' copies.
+        # The first D iterations' copies.
         prologue = ir.Block()
         with b.inside(prologue):
-            for s in range(stages - 1):
+            for s in range(ahead_by):
                 offset = b.binary("mul", b.constant(s, index), step)
                 at_iv = b.binary("add", start, offset)
                 self.issue(
@@ -171,31 +217,30 @@ class _Pipeliner:
                 )
                 b.add(ir.AsyncCommit())
         before += prologue.ops
-        self.outer.ops[at:at] = before
+        outer.ops[at:at] = before
         # The stage this iteration reads, carried by the loop.
         stage = ir.Value(ir.Uniform("i32"), "stage")
         self.body.args.append(stage)
         self.loop.operands.append(b.constant(0, "i32"))
-        self.outer.ops.insert(self.outer.ops.index(self.loop), b.block.ops.pop())  # the constant
+        outer.ops.insert(outer.ops.index(self.loop), b.block.ops.pop())  # the constant
         result = ir.Value(ir.Uniform("i32"), "stage")
         self.loop.results.append(result)
         # In the body: the copies go; the wait, fence, barrier and next issue take the place
         # of the first; readers take the stage.
-        first = min(self.body.ops.index(copy) for _, copy, _ in found)
         gone = {id(op) for alloc, copy, tail in found for op in (alloc, copy, *tail)}
         head = ir.Block()
         with b.inside(head):
             b.span = found[0][1].span
-            b.add(ir.AsyncWait(pending=stages - 2))
+            b.add(ir.AsyncWait(pending=ahead_by - 1))
             if fence:
                 b.add(ir.FenceAsync())
             b.add(ir.Barrier())
-            last = b.constant(stages - 1, "i32")
-            zero, one = b.constant(0, "i32"), b.constant(1, "i32")
-            is_first = b.binary("eq", stage, zero, "bool")
-            write = b.select(is_first, last, b.binary("sub", stage, one))
+            count = b.constant(stages, "i32")
+            later = b.binary("add", stage, b.constant(ahead_by, "i32"))
+            wraps = b.binary("ge", later, count, "bool")
+            write = b.select(wraps, b.binary("sub", later, count), later)
             ahead = b.binary(
-                "add", self.body.args[0], b.binary("mul", b.constant(stages - 1, index), step)
+                "add", self.body.args[0], b.binary("mul", b.constant(ahead_by, index), step)
             )
             self.issue(
                 b,

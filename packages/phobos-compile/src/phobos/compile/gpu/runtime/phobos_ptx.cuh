@@ -88,6 +88,15 @@ PHOBOS_INLINE void fence_async_shared() {
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
 
+// The thread's index, read once: the compiler may not read %tid.x again where it is used,
+// and ptxas serializes every wgmma whose accumulators are in flight across such a read
+// (C7514), so a product kept in flight past the loop would wait at once.
+PHOBOS_INLINE int thread_index() {
+    int tid;
+    asm("mov.u32 %0, %%tid.x;\n" : "=r"(tid));
+    return tid;
+}
+
 // Before a warpgroup's first wgmma on registers other instructions wrote.
 PHOBOS_INLINE void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 

@@ -1,0 +1,170 @@
+"""Asynchronous MMA (``passes/mma_waits.py``) with the rings it shares a loop with.
+
+Matmul's k-loop keeps one k-step's product in flight behind the issue of the next,
+chained on the accumulator; attention's PV product stays in flight into the next
+iteration.  The executor runs what the passes make against the interpreter, and
+fails each schedule that would race on the GPU: a wait that leaves its product in
+flight, a stage refilled while a product reads it, a product read before its wait.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from phobos.compile.check import lower
+from phobos.compile.gpu import ir
+from phobos.compile.gpu.executor import ExecutionError, execute
+from phobos.compile.gpu.pipeline import build
+from phobos.compile.gpu.verify import VerifyError, verify
+from phobos.compile.interp import run
+from phobos.compile.pipeline import parse_file, variant_values
+
+EXAMPLES = Path(__file__).resolve().parents[4] / "examples"
+MATMUL = {"BM": 128, "BN": 128, "BK": 64, "NUM_THREADS": 256, "ACTIVATION": 0}
+ATTENTION = {"D": 64, "BLOCK_M": 128, "BLOCK_N": 64, "NUM_THREADS": 256, "CAUSAL": 0}
+
+
+def gpu_ir(example: str, kernel: str, values: dict[str, int], **build_options) -> ir.Kernel:
+    module = parse_file(EXAMPLES / example)
+    tile_ir = lower(module, kernel, variant_values(module, [kernel], values)[kernel])
+    names = [p.name for p in tile_ir.params]
+    return build(
+        tile_ir,
+        arch="sm_90a",
+        unit_stride=dict.fromkeys(names, True),
+        align=dict.fromkeys(names, 16),
+        **build_options,
+    )
+
+
+def the_loop(kernel: ir.Kernel) -> ir.For:
+    (loop,) = [op for op in kernel.walk() if isinstance(op, ir.For)]
+    return loop
+
+
+def of(block: ir.Block, kind: type) -> list:
+    return [op for op in block.ops if isinstance(op, kind)]
+
+
+def matmul_args(m: int, n: int, k: int, seed: int = 0) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = rng.standard_normal((k, n)).astype(np.float16)
+    return [a, b, np.zeros((m, n), np.float16)]
+
+
+def matmul_reference(args: list[np.ndarray], blocks: int) -> np.ndarray:
+    module = parse_file(EXAMPLES / "matmul.ph")
+    tile_ir = lower(module, "matmul", variant_values(module, ["matmul"], MATMUL)["matmul"])
+    out = [np.array(x, copy=True) for x in args]
+    run(tile_ir, (blocks, 1, 1), out)
+    return out[2]
+
+
+def test_the_k_loop_carries_its_product_in_flight():
+    kernel = gpu_ir("matmul.ph", "matmul", MATMUL)
+    loop = the_loop(kernel)
+    (product,) = of(loop.body, ir.Wgmma)
+    acc = loop.body.args[1]
+    assert product.chained and product.operands[2] is acc  # no wait between k-steps
+    assert loop.body.ops[-1].operands[0] is product.result  # the loop carries it in flight
+    (release,) = of(loop.body, ir.WgmmaWait)
+    assert release.operands == [acc] and release.results == [] and release.pending == 1
+    (after,) = [op for op in kernel.body.ops if isinstance(op, ir.WgmmaWait)]
+    assert after.drained  # the last iteration waited: nothing is issued after the loop
+    drains = [
+        inner
+        for op in of(loop.body, ir.If)
+        for inner in op.regions[0].ops
+        if isinstance(inner, ir.WgmmaWait)
+    ]
+    assert [(d.operands, d.pending) for d in drains] == [([product.result], 0)]
+
+
+def test_the_ring_refills_a_stage_an_iteration_later_for_a_product_in_flight():
+    kernel = gpu_ir("matmul.ph", "matmul", MATMUL)
+    stages = {op.result.type.stages for op in kernel.walk() if isinstance(op, ir.SharedAlloc)}
+    assert stages == {4}
+    loop = the_loop(kernel)
+    (wait,) = of(loop.body, ir.AsyncWait)
+    # D = S - 1 - L = 2 iterations of copies ahead: this one's landed, the next in flight.
+    assert wait.pending == 1
+    prologue = [op for op in kernel.body.ops if isinstance(op, ir.AsyncCommit)]
+    assert len(prologue) == 2
+
+
+def test_attention_keeps_pv_in_flight_into_the_next_iteration():
+    kernel = gpu_ir("attention.ph", "attention_forward", ATTENTION)
+    loop = the_loop(kernel)
+    scores, pv = of(loop.body, ir.Wgmma)
+    slot = loop.body.ops[-1].operands.index(pv.result)
+    acc = loop.body.args[1 + slot]
+    (ready,) = [w for w in of(loop.body, ir.WgmmaWait) if w.operands == [acc]]
+    # The scores' wait (pending 0) already completed the PV before: nothing more to issue.
+    assert ready.drained
+    (scores_wait,) = [w for w in of(loop.body, ir.WgmmaWait) if w.operands == [scores.result]]
+    assert scores_wait.pending == 0 and not scores_wait.drained
+
+
+@pytest.mark.parametrize("shape", [(200, 136, 300), (128, 128, 64), (64, 64, 0), (128, 128, 1000)])
+def test_the_pipelined_matmul_matches_the_interpreter(shape):
+    m, n, k = shape
+    args = matmul_args(m, n, k)
+    blocks = ((m + 127) // 128) * ((n + 127) // 128)
+    expected = matmul_reference(args, blocks)
+    execute(gpu_ir("matmul.ph", "matmul", MATMUL), (blocks, 1, 1), args)
+    np.testing.assert_allclose(
+        args[2].astype(np.float32), expected.astype(np.float32), rtol=2e-3, atol=2e-3
+    )
+
+
+def _release(loop: ir.For) -> ir.WgmmaWait:
+    return next(op for op in loop.body.ops if isinstance(op, ir.WgmmaWait))
+
+
+def _drain(loop: ir.For) -> ir.If:
+    return next(
+        op for op in loop.body.ops if isinstance(op, ir.If) and of(op.regions[0], ir.WgmmaWait)
+    )
+
+
+MUTATIONS = {
+    "a release that leaves the old product in flight": (
+        lambda loop: setattr(_release(loop), "pending", 2),
+        "leaves the product it waits for in flight",
+    ),
+    "no release before the stage is refilled": (
+        lambda loop: loop.body.ops.remove(_release(loop)),
+        "writes shared memory that a wgmma in flight reads",
+    ),
+    "no wait in the last iteration": (
+        lambda loop: loop.body.ops.remove(_drain(loop)),
+        "read in flight",
+    ),
+    "a stage read before its copy landed": (
+        lambda loop: setattr(of(loop.body, ir.AsyncWait)[0], "pending", 2),
+        "before its cp.async landed",
+    ),
+}
+
+
+@pytest.mark.parametrize("mutation", list(MUTATIONS))
+def test_the_executor_fails_a_schedule_that_races(mutation):
+    kernel = gpu_ir("matmul.ph", "matmul", MATMUL)
+    change, message = MUTATIONS[mutation]
+    change(the_loop(kernel))
+    with pytest.raises(ExecutionError, match=message):
+        execute(kernel, (1, 1, 1), matmul_args(128, 128, 512))
+
+
+def test_the_verifier_refuses_a_product_read_without_its_wait():
+    kernel = gpu_ir("matmul.ph", "matmul", MATMUL)
+    loop = the_loop(kernel)
+    (after,) = [op for op in kernel.body.ops if isinstance(op, ir.WgmmaWait)]
+    ir.replace_uses(kernel.body, after.result, loop.results[0])
+    kernel.body.ops.remove(after)
+    with pytest.raises(VerifyError, match="a product in flight, without a wait"):
+        verify(kernel)
