@@ -50,6 +50,8 @@ def test_variant_compiles(path, name, values, arch):
     compiled = compile_kernel(parse_file(path), name, values, arch=arch, verbose=True)
     assert compiled.cubin.startswith(b"\x7fELF")
     assert compiled.contract.block[0] == compiled.gpu_ir.threads
-    # Products kept in flight stay in flight: ptxas did not make each wgmma wait for the last.
+    # Products kept in flight stay in flight: ptxas neither made each wgmma wait for the
+    # last nor added a wait of its own.
     assert compiled.resources is not None
     assert compiled.resources.wgmma_serialized is None, compiled.resources.summary()
+    assert compiled.resources.wgmma_waits_injected == 0, compiled.resources.summary()

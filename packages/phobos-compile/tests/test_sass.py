@@ -142,5 +142,9 @@ def test_matmul_keeps_one_k_step_in_flight(tmp_path):
     assert len(products) == 64 // 16  # one k-step of m64n128k16, per warpgroup
     between = code[products[0] : products[-1] + 1]
     assert not [text for text in between if text.startswith("WARPGROUP.DEPBAR")]
-    # The release that frees the older k-step's stage: all but the newest product done.
+    # The release that frees the older k-step's stage: all but the newest product done;
+    # then the next iteration, with no wait for the newest (ptxas adds none of its own).
     assert code[products[-1] + 1].startswith("WARPGROUP.DEPBAR.LE gsb0, 0x1")
+    assert "BRA" in code[products[-1] + 2]
+    # The one wait for every product: after the loop, before the epilogue reads them.
+    assert sum(text.startswith("WARPGROUP.DEPBAR.LE gsb0, 0x0") for text in code) == 1

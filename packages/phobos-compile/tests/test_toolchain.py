@@ -173,3 +173,13 @@ def test_parse_ptxas_info_reports_a_serialized_wgmma_pipeline():
     assert found["k"].wgmma_serialized == reason
     assert found["k2"].wgmma_serialized is None
     assert found["k"].summary().endswith(f"wgmma serialized by ptxas: {reason}")
+
+
+def test_parse_ptxas_info_counts_the_waits_ptxas_injects():
+    line = (
+        "ptxas info    : (C7517) wgmma.wait_group is injected in around line {} by compiler to "
+        "allow use of registers defined by GMMA in function 'k'\n"
+    )
+    found = parse_ptxas_info(line.format(7433) + line.format(7500) + PTXAS_LOG)
+    assert (found["k"].wgmma_waits_injected, found["k2"].wgmma_waits_injected) == (2, 0)
+    assert found["k"].summary().endswith("; 2 wgmma waits injected by ptxas")

@@ -31,13 +31,12 @@ def gpu_ir(example: str, kernel: str, values: dict[str, int], **build_options) -
     module = parse_file(EXAMPLES / example)
     tile_ir = lower(module, kernel, variant_values(module, [kernel], values)[kernel])
     names = [p.name for p in tile_ir.params]
-    return build(
-        tile_ir,
-        arch="sm_90a",
-        unit_stride=dict.fromkeys(names, True),
-        align=dict.fromkeys(names, 16),
+    options = {
+        "unit_stride": dict.fromkeys(names, True),
+        "align": dict.fromkeys(names, 16),
         **build_options,
-    )
+    }
+    return build(tile_ir, arch="sm_90a", **options)
 
 
 def the_loop(kernel: ir.Kernel) -> ir.For:
@@ -74,14 +73,14 @@ def test_the_k_loop_carries_its_product_in_flight():
     (release,) = of(loop.body, ir.WgmmaWait)
     assert release.operands == [acc] and release.results == [] and release.pending == 1
     (after,) = [op for op in kernel.body.ops if isinstance(op, ir.WgmmaWait)]
-    assert after.drained  # the last iteration waited: nothing is issued after the loop
-    drains = [
-        inner
-        for op in of(loop.body, ir.If)
-        for inner in op.regions[0].ops
-        if isinstance(inner, ir.WgmmaWait)
+    # One wait for the last k-step, right after the loop; none in the last iteration.
+    assert after.operands == [loop.results[0]] and after.pending == 0 and not after.drained
+    assert kernel.body.ops[kernel.body.ops.index(loop) + 1] is after
+    assert not [
+        op for op in loop.body.walk() if isinstance(op, ir.If) and of(op.regions[0], ir.WgmmaWait)
     ]
-    assert [(d.operands, d.pending) for d in drains] == [([product.result], 0)]
+    # The epilogue's coordinates are not computed between the loop and that wait.
+    assert kernel.thread_values_pinned
 
 
 def test_the_ring_refills_a_stage_an_iteration_later_for_a_product_in_flight():
@@ -121,31 +120,29 @@ def test_the_pipelined_matmul_matches_the_interpreter(shape):
     )
 
 
-def _release(loop: ir.For) -> ir.WgmmaWait:
-    return next(op for op in loop.body.ops if isinstance(op, ir.WgmmaWait))
+def _release(kernel: ir.Kernel) -> ir.WgmmaWait:
+    return of(the_loop(kernel).body, ir.WgmmaWait)[0]
 
 
-def _drain(loop: ir.For) -> ir.If:
-    return next(
-        op for op in loop.body.ops if isinstance(op, ir.If) and of(op.regions[0], ir.WgmmaWait)
-    )
+def _after_loop(kernel: ir.Kernel) -> ir.WgmmaWait:
+    return next(op for op in kernel.body.ops if isinstance(op, ir.WgmmaWait))
 
 
 MUTATIONS = {
     "a release that leaves the old product in flight": (
-        lambda loop: setattr(_release(loop), "pending", 2),
+        lambda kernel: setattr(_release(kernel), "pending", 2),
         "leaves the product it waits for in flight",
     ),
     "no release before the stage is refilled": (
-        lambda loop: loop.body.ops.remove(_release(loop)),
+        lambda kernel: the_loop(kernel).body.ops.remove(_release(kernel)),
         "writes shared memory that a wgmma in flight reads",
     ),
-    "no wait in the last iteration": (
-        lambda loop: loop.body.ops.remove(_drain(loop)),
-        "read in flight",
+    "a wait after the loop that leaves the last k-step in flight": (
+        lambda kernel: setattr(_after_loop(kernel), "pending", 1),
+        "leaves the product it waits for in flight",
     ),
     "a stage read before its copy landed": (
-        lambda loop: setattr(of(loop.body, ir.AsyncWait)[0], "pending", 2),
+        lambda kernel: setattr(of(the_loop(kernel).body, ir.AsyncWait)[0], "pending", 2),
         "before its cp.async landed",
     ),
 }
@@ -155,7 +152,7 @@ MUTATIONS = {
 def test_the_executor_fails_a_schedule_that_races(mutation):
     kernel = gpu_ir("matmul.ph", "matmul", MATMUL)
     change, message = MUTATIONS[mutation]
-    change(the_loop(kernel))
+    change(kernel)
     with pytest.raises(ExecutionError, match=message):
         execute(kernel, (1, 1, 1), matmul_args(128, 128, 512))
 

@@ -120,6 +120,7 @@ inline void copy_async_commit() {}
 template <int PENDING> inline void copy_async_wait_pending() {}
 inline void fence_async_shared() {}
 inline int thread_index() { return threadIdx.x; }
+inline int pinned(int value) { return value; }
 inline void wgmma_fence() {}
 inline void wgmma_commit() {}
 template <int PENDING> inline void wgmma_wait() {}

@@ -729,6 +729,10 @@ class Executor:
         layout = op.layout
         coords, valid = layout.coords(), layout.valid() & _first_holder(layout)
         indices, inside = self._window(op, starts, op.lengths, coords)
+        if not op.checked and not inside[valid].all():
+            raise ExecutionError(
+                f"the untested copy_async of {op.tensor!r} at {op.span} reads outside the tensor"
+            )
         dtype = self.kernel.tensors[op.tensor].dtype
         values = np.zeros(inside.shape, _np(dtype))
         values[inside & valid] = self._tensor_read(
@@ -821,14 +825,7 @@ class Executor:
             if any(waited is p for p in products):
                 raise ExecutionError(f"the product at {op.span} is read in flight (not drained)")
             return waited.result if isinstance(waited, _InFlight) else waited
-        done = products[: max(0, len(products) - op.pending)]
-        del products[: len(done)]
-        for flight in done:
-            self.smem.in_flight[flight.operand_bytes] -= 1
-            # Every thread of the warpgroups read the operands: a later write needs a barrier.
-            every = np.full(flight.operand_bytes.size, -2)
-            self.smem.reader[flight.operand_bytes] = every
-            self.smem.read_epoch[flight.operand_bytes] = self.smem.epoch
+        self._complete(max(0, len(products) - op.pending))
         if not isinstance(waited, _InFlight):
             return waited  # no product on this path (a loop that ran no iteration)
         if any(waited is p for p in products):
@@ -836,6 +833,18 @@ class Executor:
                 f"wgmma_wait{{pending={op.pending}}} at {op.span} leaves the product it waits for in flight"
             )
         return waited.result
+
+    def _complete(self, count: int) -> None:
+        """The ``count`` oldest products in flight complete (in order, as the hardware's)."""
+        products = self.smem.products
+        done = products[:count]
+        del products[:count]
+        for flight in done:
+            self.smem.in_flight[flight.operand_bytes] -= 1
+            # Every thread of the warpgroups read the operands: a later write needs a barrier.
+            every = np.full(flight.operand_bytes.size, -2)
+            self.smem.reader[flight.operand_bytes] = every
+            self.smem.read_epoch[flight.operand_bytes] = self.smem.epoch
 
     def _DotShared(self, op: ir.DotShared, args, env):
         a_buf, b_buf, acc = args

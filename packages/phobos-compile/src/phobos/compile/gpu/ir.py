@@ -572,8 +572,8 @@ class WgmmaWait(Op):
     """Wait until at most the ``pending`` newest wgmma groups are in flight
     (``wgmma.wait_group``); its operand, a product then complete, is its result.  Without
     a result it only releases what the product read (a ring stage the next copy reuses).
-    ``drained``: the product completed on every path here (its loop waits for it in its
-    last iteration), so nothing is issued; the op only makes the value readable."""
+    ``drained``: an earlier wait completed the product on every path here, so nothing is
+    issued; the op only makes the value readable."""
 
     NAME = "wgmma_wait"
     pending: int = 0
@@ -686,9 +686,9 @@ class Kernel:
     min_ctas: int = 1  # CTAs an SM must hold: ``__launch_bounds__``' second number
     shared_bytes: int = 0  # the CTA's shared memory, set by allocation
     shared_align: int = 16  # what its base is aligned to at run time (passes/allocation.py)
-    # Read %tid.x once and keep it (passes/mma_waits.py): ptxas serializes a wgmma whose
-    # accumulators are in flight across a re-read.
-    tid_read_once: bool = False
+    # The thread index and the layouts' coordinates of each thread are computed once, at
+    # the start, and held (passes/mma_waits.py says why).
+    thread_values_pinned: bool = False
 
     @property
     def tensors(self) -> dict[str, tir.TensorParam]:

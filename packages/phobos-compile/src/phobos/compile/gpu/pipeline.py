@@ -20,6 +20,7 @@ from phobos.compile.gpu.passes.barriers import insert_barriers
 from phobos.compile.gpu.passes.cleanup import eliminate_dead_code
 from phobos.compile.gpu.passes.conversions import expand_conversions
 from phobos.compile.gpu.passes.cta import choose_cta
+from phobos.compile.gpu.passes.interior import split_interior_copies
 from phobos.compile.gpu.passes.mma_waits import schedule_mma_waits
 from phobos.compile.gpu.passes.pipeline import pipeline_copies
 from phobos.compile.gpu.passes.reductions import expand_reductions
@@ -47,6 +48,7 @@ PASSES: tuple[tuple[str, Callable[[ir.Kernel], None], Stage], ...] = (
     ("conversions", expand_conversions, _EXPANDED),
     ("cleanup", eliminate_dead_code, _EXPANDED),
     ("vectorize", vectorize, _EXPANDED),
+    ("interior", split_interior_copies, _EXPANDED),
     ("allocation", allocate_shared, _EXPANDED),
     ("barriers", insert_barriers, _EXPANDED),
 )

@@ -56,8 +56,8 @@ def format_kernel(kernel: ir.Kernel) -> str:
     )
     if kernel.min_ctas > 1:
         head += f" min_ctas={kernel.min_ctas}"
-    if kernel.tid_read_once:
-        head += " tid_read_once"
+    if kernel.thread_values_pinned:
+        head += " thread_values_pinned"
     if kernel.shared_bytes:
         head += f" smem={kernel.shared_bytes}"
     body = _block(kernel.body, names, 1)

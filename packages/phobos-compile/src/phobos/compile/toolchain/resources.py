@@ -27,6 +27,9 @@ class Resources:
     shared_bytes: int  # static shared memory, bytes per block
     # Why ptxas made every wgmma wait for the one before (its C751x reason), or None.
     wgmma_serialized: str | None = None
+    # Waits ptxas added where it could not prove an accumulator complete (C7517): each
+    # one stops the products in flight there, silently.
+    wgmma_waits_injected: int = 0
 
     def summary(self) -> str:
         text = (
@@ -36,6 +39,8 @@ class Resources:
         )
         if self.wgmma_serialized:
             text += f"; wgmma serialized by ptxas: {self.wgmma_serialized}"
+        if self.wgmma_waits_injected:
+            text += f"; {self.wgmma_waits_injected} wgmma waits injected by ptxas"
         return text
 
 
@@ -47,6 +52,7 @@ _SHARED = re.compile(r"(\d+) bytes smem")
 _SERIALIZED = re.compile(
     r"wgmma\.mma_async instructions are serialized (due to .*?) in the function '([^']+)'"
 )
+_INJECTED = re.compile(r"\(C7517\) .* is injected .* in function '([^']+)'")
 
 
 def parse_ptxas_info(log: str) -> dict[str, Resources]:
@@ -56,9 +62,12 @@ def parse_ptxas_info(log: str) -> dict[str, Resources]:
     entry: str | None = None
     described: str | None = None
     serialized: dict[str, str] = {}
+    injected: dict[str, int] = {}
     for line in log.splitlines():
         if match := _SERIALIZED.search(line):
             serialized[match.group(2)] = " ".join(match.group(1).split())
+        elif match := _INJECTED.search(line):
+            injected[match.group(1)] = injected.get(match.group(1), 0) + 1
         elif match := _ENTRY.search(line):
             entry = match.group(1)
         elif match := _PROPERTIES.search(line):
@@ -72,5 +81,7 @@ def parse_ptxas_info(log: str) -> dict[str, Resources]:
     found = {}
     for name, (registers, shared) in usage.items():
         stack, stores, loads = frames.get(name, (0, 0, 0))
-        found[name] = Resources(registers, stores, loads, stack, shared, serialized.get(name))
+        found[name] = Resources(
+            registers, stores, loads, stack, shared, serialized.get(name), injected.get(name, 0)
+        )
     return found

@@ -13,10 +13,14 @@ next copies.  This pass moves each wait to where the product is first needed:
   product read (``wgmma.wait_group 1``: all but the newest product complete), so the
   ring refills it an iteration later (``passes/pipeline.py``).  Matmul keeps one
   k-step in flight behind the issue of the next.
-* A loop that carries a product waits for it in its last iteration, and the wait
-  after the loop issues nothing (``drained``): ptxas serializes every wgmma of a
-  pipeline whose last wait comes after other instructions in the loop's exit block
-  (C7514), and the compiler sinks address arithmetic there.
+* After a loop that carries a product, a wait for it comes first.  ptxas serializes
+  every wgmma of the kernel (C7514) where other instructions come before that wait,
+  and the compiler sinks into that block whatever only the code after the loop uses:
+  the thread's coordinates in the epilogue's layout.  So a kernel with products
+  computes the thread's values once, at the start, and holds them
+  (``thread_values_pinned``).  A wait inside the last iteration instead (under an
+  ``if``) would join the path that keeps the product in flight, and ptxas would add
+  a wait of its own to every iteration (C7517).
 * In a block, a wait moves down to just before the first op that uses its result,
   never past an op that writes shared memory or synchronises.
 
@@ -24,16 +28,13 @@ A product whose shared operands the loop writes other than by the copies the
 pipeline rings stays as it is (an overwrite would race with the product in flight).
 Each wait's ``pending`` counts the products issued after the one it waits for, so a
 wait never holds up a younger product (``wgmma.wait_group`` completes in order).
-A kernel with products reads its thread index once (``tid_read_once``): the compiler
-would otherwise re-read ``%tid.x`` inside a pipeline stage, which ptxas also counts
-as an instruction between a wgmma and its wait.  Other kernels keep ``threadIdx.x``,
-which the compiler may re-read instead of holding a register.
+Other kernels keep ``threadIdx.x`` and unpinned coordinates, which the compiler may
+compute again where they are used instead of holding registers.
 """
 
 from __future__ import annotations
 
 from phobos.compile.gpu import ir
-from phobos.compile.gpu.builder import Builder
 from phobos.compile.gpu.passes.pipeline import ring_buffers
 
 # Ops a wait may not move past: they write shared memory or order the threads.
@@ -50,7 +51,7 @@ _FENCES = (
 
 
 def schedule_mma_waits(kernel: ir.Kernel) -> None:
-    kernel.tid_read_once = any(isinstance(op, ir.Wgmma) for op in kernel.walk())
+    kernel.thread_values_pinned = any(isinstance(op, ir.Wgmma) for op in kernel.walk())
     for outer, loop in _loops(kernel.body):
         _carry_products(kernel, outer, loop)
     for block in _blocks(kernel.body):
@@ -124,25 +125,10 @@ def _carry_products(kernel: ir.Kernel, outer: ir.Block, loop: ir.For) -> None:
             ready.results = [ir.Value(product.result.type, arg.name)]
             ir.replace_uses(body, arg, ready.result)
             body.ops.insert(first, ready)
-        _drain_in_last_iteration(loop, product)
-        after = ir.WgmmaWait(operands=[result], drained=True, span=wait.span)
+        after = ir.WgmmaWait(operands=[result], span=wait.span)
         after.results = [ir.Value(product.result.type, wait.result.name)]
         ir.replace_uses(kernel.body, result, after.result)
         outer.ops.insert(outer.ops.index(loop) + 1, after)
-
-
-def _drain_in_last_iteration(loop: ir.For, product: ir.Wgmma) -> None:
-    """``if iv + step >= stop: wgmma_wait{pending=0}``, the body's last op before its yield."""
-    body = loop.body
-    _, stop, step = loop.operands[:3]
-    drain = ir.Block()
-    b = Builder(drain)
-    b.span = product.span
-    following = b.binary("add", body.args[0], step)
-    last = b.binary("ge", following, stop, "bool")
-    then = ir.Block(ops=[ir.WgmmaWait(operands=[product.result], span=product.span), ir.Yield()])
-    b.add(ir.If(operands=[last], regions=[then, ir.Block(ops=[ir.Yield()])]))
-    body.ops[-1:-1] = drain.ops
 
 
 def _converted_only_into(body: ir.Block, uses: list[ir.Op], product: ir.Wgmma) -> bool:

@@ -29,8 +29,6 @@ def vectorize(kernel: ir.Kernel) -> None:
             op.vector, op.aligned = _width(kernel, facts, op, tile)
         elif isinstance(op, ir.SharedStore):
             op.vector = 1
-        elif isinstance(op, ir.CopyAsync):
-            op.aligned = _copy_aligned(kernel, facts, op)
 
 
 def _width(
@@ -51,10 +49,6 @@ def _width(
     start = facts.multiple(op.starts[last])
     aligned = len(op.lengths) == 1 and start % vector == 0
     return vector, aligned
-
-
-def _copy_aligned(kernel: ir.Kernel, facts: Multiples, op: ir.CopyAsync) -> bool:
-    return False
 
 
 class Multiples:

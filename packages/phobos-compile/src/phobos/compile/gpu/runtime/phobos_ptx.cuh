@@ -88,13 +88,20 @@ PHOBOS_INLINE void fence_async_shared() {
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
 
-// The thread's index, read once: the compiler may not read %tid.x again where it is used,
-// and ptxas serializes every wgmma whose accumulators are in flight across such a read
-// (C7514), so a product kept in flight past the loop would wait at once.
+// The thread's index, read once, and a value computed here and held in a register: the
+// compiler may neither read %tid.x again nor compute the value again where it is used.
+// ptxas serializes every wgmma of a kernel (C7514) when a loop's exit block computes
+// anything before the wait for the products the loop left in flight, and the compiler
+// sinks there whatever only the code after the loop uses (passes/mma_waits.py).
 PHOBOS_INLINE int thread_index() {
     int tid;
-    asm("mov.u32 %0, %%tid.x;\n" : "=r"(tid));
+    asm volatile("mov.u32 %0, %%tid.x;\n" : "=r"(tid));
     return tid;
+}
+
+PHOBOS_INLINE int pinned(int value) {
+    asm volatile("" : "+r"(value));
+    return value;
 }
 
 // Before a warpgroup's first wgmma on registers other instructions wrote.
