@@ -99,6 +99,7 @@ class FakeDriver:
         self.calls: list[tuple[Any, ...]] = []
         self.launches: list[dict[str, Any]] = []
         self.pointer_devices: dict[int, int] = {}
+        self.pointer_queries = 0  # how often a pointer's GPU was asked, from Python or C
         self.context = 0
         self.max_threads = 1024
         self.max_smem = 232448
@@ -166,6 +167,7 @@ class FakeDriver:
         self.calls.append(("set_max_dynamic_shared_memory", function, nbytes))
 
     def pointer_device(self, pointer: int) -> int:
+        self.pointer_queries += 1
         if pointer in self.pointer_devices:
             return self.pointer_devices[pointer]
         if pointer < 0x1000:
@@ -332,6 +334,9 @@ class HostArray:
     """A numpy-like array in host memory (``__array_interface__``, no CUDA interface)."""
 
     __array_interface__: dict[str, Any] = {}  # noqa: RUF012
+
+    def __init__(self, shape: tuple[int, ...] = (), typestr: str = "<f4", ptr: int = 0x5000):
+        self.__array_interface__ = {"shape": shape, "typestr": typestr, "data": (ptr, False)}
 
 
 @pytest.fixture

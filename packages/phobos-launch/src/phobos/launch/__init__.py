@@ -11,6 +11,19 @@ arrays with ``__cuda_array_interface__`` (torch, CuPy, Numba)::
 Depends on nothing but the standard library.  See docs/launching.md.
 """
 
+from phobos.launch.arrays import (
+    HOST,
+    ArrayFields,
+    alignment_of,
+    array_library,
+    host_copy,
+    host_view,
+    index64_of,
+    needs_index64,
+    read_arguments,
+    specialization_of,
+    unit_stride_of,
+)
 from phobos.launch.binder import Binding
 from phobos.launch.contract import FORMAT_VERSION, LaunchContract, read_contract
 from phobos.launch.driver import CudaDriver, Driver, shared_driver
@@ -22,10 +35,11 @@ from phobos.launch.errors import (
     LaunchWarning,
 )
 from phobos.launch.kernel import LoadedKernel, load_kernel
-from phobos.launch.specialization import alignment_of, needs_index64, specialization_of
 
 __all__ = [
     "FORMAT_VERSION",
+    "HOST",
+    "ArrayFields",
     "Binding",
     "ContractError",
     "CudaDriver",
@@ -37,9 +51,15 @@ __all__ = [
     "LaunchWarning",
     "LoadedKernel",
     "alignment_of",
+    "array_library",
+    "host_copy",
+    "host_view",
+    "index64_of",
     "load_kernel",
     "needs_index64",
+    "read_arguments",
     "read_contract",
     "shared_driver",
     "specialization_of",
+    "unit_stride_of",
 ]

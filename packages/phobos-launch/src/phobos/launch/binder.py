@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from phobos.launch.arrays import (
+    INDEX32_LIMIT,
     ArrayFields,
     ArrayProtocolError,
     Reader,
@@ -28,8 +29,6 @@ from phobos.launch.dtypes import ITEMSIZE
 from phobos.launch.errors import CudaError, LaunchError
 from phobos.launch.scalars import ScalarError, ScalarReader, fits, scalar_reader
 from phobos.launch.streams import current_stream_of, library_of
-
-INDEX32_LIMIT = 2**31
 
 # Where a slot's value comes from (the first entry of each ``slot_sources`` row).
 POINTER, STRIDE, EXTENT, SCALAR = range(4)
@@ -144,31 +143,35 @@ class ArgumentBinder:
         return self._plan(args) if plan is None else plan
 
     def bind(
-        self, args: Sequence[Any], plan: Plan
+        self,
+        args: Sequence[Any],
+        plan: Plan,
+        arrays: Sequence[ArrayFields | None] | None = None,
     ) -> tuple[int | None, list[int], list[Any], list[int]]:
-        """Check ``args``; return (device, extents, slot values, producer streams)."""
-        tensors = self.tensors
-        arrays: list[ArrayFields] = []
-        try:
-            for read, check in zip(plan.readers, tensors):
-                arrays.append(read(args[check.position]))
-        except ArrayProtocolError as exc:
-            check = tensors[len(arrays)]
-            raise LaunchError(f"{self.kernel}: {check.name}: {exc}", check.name) from None
+        """Check ``args``; return (device, extents, slot values, producer streams).
 
+        ``arrays`` are the arguments as ``read_arguments`` read them, by position, when the
+        caller read them already; else each tensor is read with its plan's reader.  The
+        checks that need no driver come first, so a wrong dtype is reported as one even where
+        a pointer could not be asked about.
+        """
+        tensors = self.tensors
+        if arrays is None:
+            read: list[ArrayFields] = []
+            try:
+                for reader, check in zip(plan.readers, tensors):
+                    read.append(reader(args[check.position]))
+            except ArrayProtocolError as exc:
+                check = tensors[len(read)]
+                raise LaunchError(f"{self.kernel}: {check.name}: {exc}", check.name) from None
+        else:
+            read = [arrays[check.position] for check in tensors]  # type: ignore[misc]
+        extents = self.check(read)
         device = None
         first = None
         producers = []
-        for check, fields in zip(tensors, arrays):
-            ptr, shape, strides, dtype, on, readonly, stream = fields
-            if (
-                dtype != check.dtype
-                or len(shape) != check.rank
-                or ptr % check.align
-                or (readonly and check.written)
-                or (check.unit_stride and strides[-1] != 1 and shape[-1] > 1)
-            ):
-                raise LaunchError(self._tensor_problem(check, fields), check.name)
+        for check, fields in zip(tensors, read):
+            ptr, on, stream = fields[0], fields[4], fields[6]
             if on is None and ptr:
                 on = self.device_of(check, ptr)
             if on is not None:
@@ -183,6 +186,32 @@ class ArgumentBinder:
             if stream is not None:
                 producers.append(stream)
 
+        values = []
+        for kind, a, b in self.slot_sources:
+            if kind == POINTER:
+                values.append(read[a][0])
+            elif kind == STRIDE:
+                values.append(read[a][2][b])
+            elif kind == EXTENT:
+                values.append(extents[a])
+            else:
+                values.append(self.read_scalar(a, args[a]))
+        return device, extents, values, producers
+
+    def check(self, arrays: Sequence[ArrayFields]) -> list[int]:
+        """The checks that need no driver, on each tensor's fields (in ``tensors`` order): dtype,
+        rank, alignment, writability, unit stride, named and literal extents, the index width.
+        Returns the named extents."""
+        for check, fields in zip(self.tensors, arrays):
+            ptr, shape, strides, dtype, _, readonly, _ = fields
+            if (
+                dtype != check.dtype
+                or len(shape) != check.rank
+                or ptr % check.align
+                or (readonly and check.written)
+                or (check.unit_stride and strides[-1] != 1 and shape[-1] > 1)
+            ):
+                raise LaunchError(self._tensor_problem(check, fields), check.name)
         extents = [arrays[t][1][axis] for t, axis in self.extent_sources]
         for t, axis, e in self.extent_checks:
             if arrays[t][1][axis] != extents[e]:
@@ -194,21 +223,21 @@ class ArgumentBinder:
                 )
         if self.index32:
             self._check_index32(extents, arrays)
+        return extents
 
-        values = []
-        for kind, a, b in self.slot_sources:
-            if kind == POINTER:
-                values.append(arrays[a][0])
-            elif kind == STRIDE:
-                values.append(arrays[a][2][b])
-            elif kind == EXTENT:
-                values.append(extents[a])
-            else:
-                values.append(self.read_scalar(a, args[a]))
-        return device, extents, values, producers
+    def check_read(self, args: Sequence[Any], arrays: Sequence[ArrayFields | None]) -> None:
+        """``check`` on arguments ``read_arguments`` read (host arrays too), with the count."""
+        if len(args) != self.count:
+            raise LaunchError(self.count_problem(args))
+        for check in self.tensors:
+            if arrays[check.position] is None:
+                raise LaunchError(self._not_an_array(check, args[check.position]), check.name)
+        self.check([arrays[check.position] for check in self.tensors])  # type: ignore[misc]
 
-    def binding(self, args: Sequence[Any]) -> Binding:
-        device, extents, values, producers = self.bind(args, self.plan(args))
+    def binding(
+        self, args: Sequence[Any], arrays: Sequence[ArrayFields | None] | None = None
+    ) -> Binding:
+        device, extents, values, producers = self.bind(args, self.plan(args), arrays)
         if not all(fits(slot.type, v) for slot, v in zip(self.contract.slots, values)):
             raise LaunchError(self.unfit_problem(values))
         return Binding(
@@ -221,11 +250,7 @@ class ArgumentBinder:
             arg = args[check.position]
             reader = reader_for(arg)
             if reader is None:
-                raise LaunchError(
-                    f"{self.kernel}: {check.name}: expected a GPU array for {check.declared()}; "
-                    + not_a_gpu_array(arg),
-                    check.name,
-                )
+                raise LaunchError(self._not_an_array(check, arg), check.name)
             readers.append(reader)
         plan = Plan(tuple(readers), library_of(args[t.position] for t in self.tensors))
         self.plans[tuple(map(type, args))] = plan
@@ -249,7 +274,7 @@ class ArgumentBinder:
                 f"CUDA driver knows ({exc.name}); pass an array allocated on a GPU"
             ) from None
 
-    def _check_index32(self, extents: list[int], arrays: list[ArrayFields]) -> None:
+    def _check_index32(self, extents: list[int], arrays: Sequence[ArrayFields]) -> None:
         for name, size in zip(self.extent_names, extents):
             if size >= INDEX32_LIMIT:
                 t, axis = self.extent_sources[self.extent_names.index(name)]
@@ -267,6 +292,12 @@ class ArgumentBinder:
                 )
 
     # Messages, built only when a check fails.
+
+    def _not_an_array(self, check: TensorCheck, arg: Any) -> str:
+        return (
+            f"{self.kernel}: {check.name}: expected a GPU array for {check.declared()}; "
+            + not_a_gpu_array(arg)
+        )
 
     def count_problem(self, args: Sequence[Any]) -> str:
         params = ", ".join(self.contract.params)
@@ -304,7 +335,7 @@ class ArgumentBinder:
             "kernel was specialised for unit stride; pass .contiguous()"
         )
 
-    def _extent_problem(self, t: int, axis: int, e: int, arrays: list[ArrayFields]) -> str:
+    def _extent_problem(self, t: int, axis: int, e: int, arrays: Sequence[ArrayFields]) -> str:
         name = self.extent_names[e]
         first_t, first_axis = self.extent_sources[e]
         return (
@@ -313,7 +344,7 @@ class ArgumentBinder:
             f"{name} = {arrays[t][1][axis]} (axis {axis})"
         )
 
-    def _literal_problem(self, t: int, axis: int, size: int, arrays: list[ArrayFields]) -> str:
+    def _literal_problem(self, t: int, axis: int, size: int, arrays: Sequence[ArrayFields]) -> str:
         check = self.tensors[t]
         return (
             f"{self.kernel}: {check.name}: axis {axis} must be {size} (declared "

@@ -132,6 +132,7 @@ def compile_fast_launch(
     reads: list[str] = []
     checks: list[str] = []
     producers: list[str] = []
+    queries: list[str] = []  # pointers the driver is asked about, after every other check
     strided = binder.strided_tensors()
     for i, (check, reader) in enumerate(zip(binder.tensors, plan.readers)):
         arg = f"a{check.position}"
@@ -160,7 +161,7 @@ def compile_fast_launch(
             if check.written:
                 gate.append(f"not r{i}")
             producers.append(f"st{i}")
-            checks.append(f"DEVICE{i}({p}) != {device}")
+            queries.append(f"DEVICE{i}({p}) != {device}")
             needs_strides = True
         else:
             return None
@@ -209,6 +210,8 @@ def compile_fast_launch(
         lines += [f"        if {' or '.join(checks)}:", "            return None"]
     lines += _grid_lines(target.meta, binder.extent_names, extents)
     lines += _stream_lines(device, producers)
+    if queries:
+        lines += [f"        if {' or '.join(queries)}:", "            return None"]
     cta = ", ".join(str(d) for d in block.cta)
     lines.append(
         f"        WRITE(gx, gy, gz, {cta}, {block.dynamic_smem}, h, {', '.join(values)})"

@@ -20,6 +20,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from phobos.launch.arrays import ArrayFields
 from phobos.launch.binder import ArgumentBinder, Binding, Plan
 from phobos.launch.contract import LaunchContract, read_contract
 from phobos.launch.driver import (
@@ -127,26 +128,34 @@ class LoadedKernel:
         *,
         stream: Any = None,
         values: Mapping[str, int] | None = None,
+        arrays: Sequence[ArrayFields | None] | None = None,
     ) -> None:
         """Check ``args`` against the contract and launch the kernel on ``grid``.
 
         ``grid`` is a tuple of 1 to 3 block counts or a function of ``meta`` (the
         contract's compile-time values, then ``values``, then the named extents).
         ``stream`` is a CUstream handle or a torch/CuPy stream; by default the array
-        library's current stream.  Raises ``LaunchError`` (nothing launched) when an
+        library's current stream.  ``arrays``: the arguments as ``read_arguments`` read
+        them, for a caller that read them already (the launch then takes the reference
+        path, reading nothing again).  Raises ``LaunchError`` (nothing launched) when an
         argument does not fit; this call is also the figure for host time per launch.
         """
-        if values is None and self.try_launch(grid, args, stream) == 0:
+        if values is None and arrays is None and self.try_launch(grid, args, stream) == 0:
             return
-        self._launch_slowly(grid, args, stream, values)
+        self._launch_slowly(grid, args, stream, values, arrays)
 
     def _launch_slowly(
-        self, grid: Grid, args: Sequence[Any], stream: Any, values: Mapping[str, int] | None
+        self,
+        grid: Grid,
+        args: Sequence[Any],
+        stream: Any,
+        values: Mapping[str, int] | None,
+        arrays: Sequence[ArrayFields | None] | None = None,
     ) -> None:
         """The reference path: bind and explain, switch contexts if needed, launch."""
         binder = self._binder
         plan = binder.plan(args)
-        device, extents, slot_values, producers = binder.bind(args, plan)
+        device, extents, slot_values, producers = binder.bind(args, plan, arrays)
         if device is None or self._pinned is not None:
             device = self._device_for(device)
         on_device = self._devices.get(device) or self._loaded(device)
@@ -225,9 +234,11 @@ class LoadedKernel:
         fast = self._fast_by_thread.get(threading.get_ident())
         return None if fast is None else fast(grid, args, stream)
 
-    def bind(self, args: Sequence[Any]) -> Binding:
+    def bind(
+        self, args: Sequence[Any], arrays: Sequence[ArrayFields | None] | None = None
+    ) -> Binding:
         """Check ``args`` as a launch would, and say what the launch would use; launches nothing."""
-        binding = self._binder.binding(args)
+        binding = self._binder.binding(args, arrays)
         if self._pinned is not None:
             self._device_for(binding.device)
         return binding

@@ -518,9 +518,9 @@ static PyObject *cai_entry(PyObject *cai, PyObject *key) {
     return PyDict_GetItemWithError(cai, key);
 }
 
-/* Reads and checks an array's __cuda_array_interface__ (v2/v3) as arrays.read_cai does, then
- * asks the driver which GPU holds its data.  *producer is the v3 stream it was made on. */
-static int read_cai_dict(FastLaunch *self, TensorSpec *spec, PyObject *cai, int64_t *shape,
+/* Reads and checks an array's __cuda_array_interface__ (v2/v3) as arrays.read_cai does (which
+ * GPU holds its data is asked after every other check).  *producer is its v3 stream. */
+static int read_cai_dict(TensorSpec *spec, PyObject *cai, int64_t *shape,
                          int64_t *strides, uint64_t *ptr, int *has_producer,
                          uint64_t *producer) {
     if (!PyDict_Check(cai)) {
@@ -579,22 +579,17 @@ static int read_cai_dict(FastLaunch *self, TensorSpec *spec, PyObject *cai, int6
             *has_producer = 1;
         }
     }
-    if (PyErr_Occurred() || !layout_fits(spec, shape, strides, *ptr, 1)) {
-        return 0;
-    }
-    int ordinal = -1;
-    int code = self->pointer_attribute(&ordinal, POINTER_ATTRIBUTE_DEVICE_ORDINAL, *ptr);
-    return code == 0 && ordinal == self->device;
+    return !PyErr_Occurred() && layout_fits(spec, shape, strides, *ptr, 1);
 }
 
-static int read_cai_tensor(FastLaunch *self, TensorSpec *spec, PyObject *arg, int64_t *shape,
+static int read_cai_tensor(TensorSpec *spec, PyObject *arg, int64_t *shape,
                            int64_t *strides, uint64_t *ptr, int *has_producer,
                            uint64_t *producer) {
     PyObject *cai = PyObject_GetAttr(arg, s_cai);
     if (cai == NULL) {
         return give_up() ? -1 : 0;
     }
-    int ok = read_cai_dict(self, spec, cai, shape, strides, ptr, has_producer, producer);
+    int ok = read_cai_dict(spec, cai, shape, strides, ptr, has_producer, producer);
     Py_DECREF(cai);
     if (ok <= 0 && give_up()) {
         return -1;
@@ -625,7 +620,7 @@ static PyObject *launch_args(FastLaunch *self, PyObject *grid, PyObject *args, P
         TensorSpec *spec = &self->tensors[i];
         int ok, has_producer = 0;
         if (spec->cai) {
-            ok = read_cai_tensor(self, spec, items[spec->position], shapes[i], strides[i],
+            ok = read_cai_tensor(spec, items[spec->position], shapes[i], strides[i],
                                  &ptrs[i], &has_producer, &producers[nproducers]);
             nproducers += has_producer;
         } else {
@@ -690,6 +685,15 @@ static PyObject *launch_args(FastLaunch *self, PyObject *grid, PyObject *args, P
     uint64_t launch_stream = handle ? handle : LEGACY_DEFAULT_STREAM;
     for (int p = 0; p < nproducers; p++) {
         if ((producers[p] ? producers[p] : LEGACY_DEFAULT_STREAM) != launch_stream) {
+            Py_RETURN_NONE;
+        }
+    }
+    /* Last, the driver: which GPU holds each array read through its interface. */
+    for (int i = 0; i < self->ntensors; i++) {
+        int ordinal = -1;
+        if (self->tensors[i].cai &&
+            (self->pointer_attribute(&ordinal, POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptrs[i]) ||
+             ordinal != self->device)) {
             Py_RETURN_NONE;
         }
     }
