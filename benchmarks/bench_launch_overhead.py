@@ -152,7 +152,7 @@ def main() -> dict:
     grid = (triton.cdiv(N, block),)
     vector_add[grid](x, y, out, BLOCK=block)
     torch.testing.assert_close(out, x + y)
-    loaded = vector_add.last_launch[1]  # the LoadedKernel that launch used
+    loaded = vector_add.dispatcher.steady.last_launch[1]  # the LoadedKernel that launch used
     compiled = vector_add.compile(arch="sm_90", BLOCK=block)
     bare, bare_ex = bare_launchers(compiled, x, y, out)
     for launch in (bare, bare_ex):

@@ -11,7 +11,7 @@
 A decorated function is read with ``ast``, never run; see docs/writing-kernels.md.
 """
 
-from phobos.compile.diagnostics import PhobosError
+from phobos.compile import PhobosError
 from phobos.lang.kernel import Kernel, autotune, func, kernel
 from phobos.lang.names import (
     OutsideKernelError,

@@ -11,12 +11,18 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
+    "ast": "phobos.compile.syntax",  # the syntax tree's node classes (TensorType, Name, ...)
     "parse": "phobos.compile.syntax",
     "format_module": "phobos.compile.syntax",
     "check_module": "phobos.compile.check",
     "lower": "phobos.compile.check",
     "tune_space": "phobos.compile.check",
+    "TuneSpace": "phobos.compile.check",
+    "run": "phobos.compile.interp",  # one tile-IR variant in the CPU interpreter
+    "accesses": "phobos.compile.races.footprint",
+    "warn_races": "phobos.compile.races.warn",
     "format_kernel": "phobos.compile.ir",
+    "nodes": "phobos.compile.ir",  # the tile IR's node classes (Kernel, TensorParam, ...)
     "generate": "phobos.compile.gpu",
     "CompiledKernel": "phobos.compile.pipeline",
     "compile_file": "phobos.compile.pipeline",
@@ -27,6 +33,8 @@ _EXPORTS = {
     "CachedKernel": "phobos.compile.cached",
     "compile_cached": "phobos.compile.cached",
     "Contract": "phobos.compile.contract",
+    "Diagnostic": "phobos.compile.diagnostics",
+    "Note": "phobos.compile.diagnostics",
     "PhobosError": "phobos.compile.diagnostics",
     "Span": "phobos.compile.span",
     "SpanMap": "phobos.compile.span",

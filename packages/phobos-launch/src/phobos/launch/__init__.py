@@ -24,7 +24,7 @@ from phobos.launch.arrays import (
     specialization_of,
     unit_stride_of,
 )
-from phobos.launch.binder import Binding
+from phobos.launch.binder import ArgumentBinder, Binding
 from phobos.launch.contract import FORMAT_VERSION, LaunchContract, read_contract
 from phobos.launch.driver import CudaDriver, Driver, shared_driver
 from phobos.launch.errors import (
@@ -35,10 +35,13 @@ from phobos.launch.errors import (
     LaunchWarning,
 )
 from phobos.launch.kernel import LoadedKernel, load_kernel
+from phobos.launch.native import SteadyState, steady_call
+from phobos.launch.streams import current_stream_of, library_of
 
 __all__ = [
     "FORMAT_VERSION",
     "HOST",
+    "ArgumentBinder",
     "ArrayFields",
     "Binding",
     "ContractError",
@@ -50,16 +53,20 @@ __all__ = [
     "LaunchError",
     "LaunchWarning",
     "LoadedKernel",
+    "SteadyState",
     "alignment_of",
     "array_library",
+    "current_stream_of",
     "host_copy",
     "host_view",
     "index64_of",
+    "library_of",
     "load_kernel",
     "needs_index64",
     "read_arguments",
     "read_contract",
     "shared_driver",
     "specialization_of",
+    "steady_call",
     "unit_stride_of",
 ]

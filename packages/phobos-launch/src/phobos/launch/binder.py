@@ -24,7 +24,7 @@ from phobos.launch.arrays import (
     not_a_gpu_array,
     reader_for,
 )
-from phobos.launch.contract import LaunchContract, TensorParam
+from phobos.launch.contract import LaunchContract, ScalarParam, TensorParam
 from phobos.launch.dtypes import ITEMSIZE
 from phobos.launch.errors import CudaError, LaunchError
 from phobos.launch.scalars import ScalarError, ScalarReader, fits, scalar_reader
@@ -130,6 +130,37 @@ class ArgumentBinder:
                 self.slot_sources.append((EXTENT, self.extent_names.index(slot.param), 0))
             else:
                 self.slot_sources.append((SCALAR, position[slot.param], 0))
+
+    @classmethod
+    def declared(
+        cls, kernel: str, params: Sequence[tuple[str, str, Sequence[str | int] | None]]
+    ) -> ArgumentBinder:
+        """The checks every variant of a kernel makes, from its declared parameters (name, dtype,
+        and a tensor's dims: extent names or literal sizes; None for a scalar): the count,
+        dtypes, ranks, element alignment and extents, for ``check_read`` before any variant
+        is chosen.  Nothing is assumed of alignment or strides, indices are 64-bit, and no
+        tensor counts as written."""
+        tensors = tuple(
+            TensorParam(name, dtype, tuple(dims), False, 1, False)
+            for name, dtype, dims in params
+            if dims is not None
+        )
+        scalars = tuple(ScalarParam(name, dtype) for name, dtype, dims in params if dims is None)
+        contract = LaunchContract(
+            kernel,
+            "",
+            "",
+            64,
+            (1, 1, 1),
+            0,
+            0,
+            {},
+            tensors,
+            scalars,
+            (),
+            tuple(p[0] for p in params),
+        )
+        return cls(contract, None)
 
     def strided_tensors(self) -> set[int]:
         """The tensors (by index in ``tensors``) whose strides some slot passes to the kernel."""

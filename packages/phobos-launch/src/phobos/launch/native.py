@@ -39,7 +39,7 @@ import sysconfig
 import tempfile
 import threading
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
 from types import ModuleType
@@ -150,16 +150,30 @@ def native_launch(
     )
 
 
-def steady_call(kernel: Any, grid: Any, fallback: Any) -> Any | None:
-    """phobos.lang's ``kernel[grid]`` with its steady state in C, or ``None`` without the module.
+class SteadyState:
+    """The steady state of a caller's launches, which ``steady_call``'s ``SteadyCall`` reads.
 
-    The steady state: ``kernel.last_launch`` is ``(values, loaded)`` and the call's
-    keywords (less ``stream=``) equal ``values``; the call then goes to
-    ``loaded.try_launch(grid, args, stream)``.  Every other call, and any launch that
-    does not return 0, goes to ``fallback`` with the call's own arguments.
+    ``last_launch`` is ``(values, loaded)``: the keyword values of the caller's last
+    launch and the ``LoadedKernel`` it used (phobos.lang: the last GPU launch that fixed
+    every compile-time name), or None.
+    """
+
+    __slots__ = ("last_launch",)
+
+    def __init__(self) -> None:
+        self.last_launch: tuple[dict[str, int], Any] | None = None
+
+
+def steady_call(state: SteadyState, grid: Any, fallback: Callable[..., None]) -> Any | None:
+    """A launch function with its steady state in C, or ``None`` without the module.
+
+    The steady state: ``state.last_launch`` is ``(values, loaded)`` and the call's
+    keywords (less ``stream=`` and a false ``race_check=``) equal ``values``; the call
+    then goes to ``loaded.try_launch(grid, args, stream)``.  Every other call, and any
+    launch that does not return 0, goes to ``fallback`` with the call's own arguments.
     """
     module = native_module()
-    return None if module is None else module.SteadyCall(kernel, grid, fallback)
+    return None if module is None else module.SteadyCall(state, grid, fallback)
 
 
 def native_module() -> ModuleType | None:
