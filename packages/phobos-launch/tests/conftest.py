@@ -5,14 +5,12 @@ from __future__ import annotations
 import copy
 import ctypes
 import struct
-import threading
 from typing import Any
 
 import pytest
 
 from phobos.launch import CudaError, LoadedKernel, load_kernel
-from phobos.launch.fastpath import FastLaunch, LaunchTarget, compile_fast_launch
-from phobos.launch.native import native_launch
+from phobos.launch.table import FastLaunch
 
 CUDA_ERROR_INVALID_HANDLE = 400
 
@@ -233,23 +231,9 @@ def fast_launch(
 ) -> FastLaunch | None:
     """The fast path ``kernel`` would make for the signature of ``args`` on ``device``.
 
-    ``native``: the C one (native.py), else the generated Python (fastpath.py).
+    ``native``: the C one (native.py; None without it), else the generated Python.
     """
-    binder = kernel._binder
-    on_device = kernel._loaded(device)
-    target = LaunchTarget(
-        device=device,
-        function=on_device.handle,
-        launch=kernel.driver.launch,
-        launch_entry=kernel.driver.launch_entry,
-        pointer_entry=kernel.driver.pointer_attribute_entry,
-        block=kernel.parameter_block(),
-        owner=threading.get_ident(),
-        other_thread=lambda grid, args, stream: None,
-        meta=dict(kernel.contract.values),
-    )
-    make = native_launch if native else compile_fast_launch
-    return make(binder, binder.plan(args), args, target)
+    return kernel.fast_path(args, device, native)
 
 
 class CudaArray:

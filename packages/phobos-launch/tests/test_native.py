@@ -16,7 +16,8 @@ import pytest
 
 from phobos.launch import LaunchError, load_kernel
 from phobos.launch import native as native_module
-from phobos.launch.native import SOURCE, build_extension, native_status
+from phobos.launch.native import HEADER, SOURCE, build_extension, native_status
+from phobos.launch.table import c_header
 
 from .conftest import SAXPY, CudaArray, FakeDriver, Tensor, fast_launch
 
@@ -223,10 +224,12 @@ def test_a_build_is_kept_and_found_again(tmp_path):
 
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="no gcc on this machine")
 def test_the_c_source_compiles_without_warnings(tmp_path):
+    """With the header table.c_header() writes; its static assertions check the layout."""
     include = sysconfig.get_paths()["include"]
+    (tmp_path / HEADER).write_text(c_header())
     done = subprocess.run(
-        ["gcc", "-O2", "-shared", "-fPIC", "-Wall", "-Wextra", "-Werror", f"-I{include}",
-         str(SOURCE), "-o", str(tmp_path / "x.so")],
+        ["gcc", "-O2", "-shared", "-fPIC", "-Wall", "-Wextra", "-Werror", f"-I{tmp_path}",
+         f"-I{include}", str(SOURCE), "-o", str(tmp_path / "x.so")],
         capture_output=True, text=True,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr

@@ -69,16 +69,14 @@ class Definition:
 
     @cached_property
     def params(self) -> tuple[Parameter, ...]:
-        syntax = compiler.ast
-
         def dim(d: object) -> str | int | None:
-            if isinstance(d, syntax.Name):
+            if isinstance(d, compiler.Name):
                 return d.id
-            return d.value if isinstance(d, syntax.IntLit) else None
+            return d.value if isinstance(d, compiler.IntLit) else None
 
         params = []
         for p in self.program.module.kernel(self.name).params:
-            if isinstance(p.type, syntax.TensorType):
+            if isinstance(p.type, compiler.TensorType):
                 dims = tuple(dim(d) for d in p.type.dims)
                 params.append(Parameter(p.name, p.type.dtype.name, dims, p.span))
             else:

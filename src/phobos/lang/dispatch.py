@@ -32,7 +32,7 @@ from phobos.lang import tuning
 from phobos.lang.definition import Definition
 from phobos.lang.errors import call_site, located_launch_error, user_facing
 from phobos.lang.tuning import HOST_ARCH, TuningState
-from phobos.lang.variant import Grid, Variant, extents_of, resolve_grid
+from phobos.lang.variant import Grid, Lowered, Variant, extents_of, resolve_grid
 from phobos.launch import (
     HOST,
     ArrayFields,
@@ -52,7 +52,7 @@ from phobos.launch import (
 )
 
 if TYPE_CHECKING:
-    from phobos.compile import CachedKernel, nodes
+    from phobos.compile import CachedKernel
 
 Launch = Callable[..., None]
 
@@ -81,7 +81,7 @@ class Dispatcher:
 
     def __init__(self, definition: Definition) -> None:
         self.definition = definition
-        self.lowered: dict[Variant, nodes.Kernel] = {}
+        self.lowered: dict[Variant, Lowered] = {}
         self.loaded: dict[tuple[Variant, Specialization], LoadedKernel] = {}
         # The keywords and LoadedKernel of the last GPU launch that fixed every compile-time
         # name (``steady.last_launch``): read on every steady-state launch, in C.
@@ -154,20 +154,17 @@ class Dispatcher:
             dims = resolve_grid(grid, extents_of(ir.params, args), variant)
             compiler.run(ir, dims, [host_view(a) for a in args], race_check=race_check)
             return
-        device = self._device(arrays, caller, strict=False)
         tuned = self.tuned
-        if (
-            tuned is not None
-            and device is not None
-            and not race_check
-            and tuned[0] == values
-            and tuned[1] == tuning.signature(args, arrays, values, device)
-            and tuned[2].try_launch(grid, args, stream) == 0
-        ):
-            return  # the tuned variant of the same signature, on its fast path
+        if tuned is not None and not race_check and tuned[0] == values:
+            device = self._device(arrays, caller, strict=False)  # its fast path checks the rest
+            if (
+                device is not None
+                and tuned[1] == tuning.signature(args, arrays, values, device)
+                and tuned[2].try_launch(grid, args, stream) == 0
+            ):
+                return  # the tuned variant of the same signature, on its fast path
         self._check(args, arrays, caller)
-        if device is None:
-            device = self._device(arrays, caller, strict=True)
+        device = self._device(arrays, caller, strict=True)
         variant = self.choose(grid, args, arrays, values, "device", device)
         if race_check:
             self.race_check(grid, args, variant)
@@ -284,7 +281,7 @@ class Dispatcher:
         self.tuning.by_launch.clear()
         self.tuned = None
 
-    def lower(self, values: Mapping[str, int]) -> nodes.Kernel:
+    def lower(self, values: Mapping[str, int]) -> Lowered:
         """The checked tile IR of one variant (memoised; its race warnings issued once)."""
         variant = Variant.of(values)
         ir = self.lowered.get(variant)

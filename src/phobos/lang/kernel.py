@@ -18,11 +18,11 @@ from phobos.lang.definition import Definition
 from phobos.lang.dispatch import Dispatcher, Launch
 from phobos.lang.errors import user_facing
 from phobos.lang.tuning import ShapeKey
-from phobos.lang.variant import Grid, Variant
+from phobos.lang.variant import Grid, Lowered, Variant
 
 if TYPE_CHECKING:
     from phobos.autotune import Options, Report
-    from phobos.compile import CachedKernel, TuneSpace, nodes
+    from phobos.compile import CachedKernel, TuneSpace
     from phobos.frontend import Program
 
 F = TypeVar("F", bound=Callable[..., object])
@@ -90,7 +90,7 @@ class Kernel:
         """The variant used when ``fixed`` names are given and the rest take the space's default."""
         return self.definition.values_for(fixed)
 
-    def lower(self, values: Mapping[str, int]) -> nodes.Kernel:
+    def lower(self, values: Mapping[str, int]) -> Lowered:
         """The checked tile IR of one variant (memoised)."""
         return self.dispatcher.lower(values)
 

@@ -32,7 +32,7 @@ from phobos.autotune import (
 from phobos.compile import Diagnostic, Specialization
 from phobos.lang.definition import Definition
 from phobos.lang.errors import DisagreeingVariants
-from phobos.lang.variant import Grid, Variant, extents_of, resolve_grid
+from phobos.lang.variant import Grid, Lowered, Variant, extents_of, resolve_grid
 from phobos.launch import (
     ArrayFields,
     CudaError,
@@ -45,7 +45,7 @@ from phobos.launch import (
 )
 
 if TYPE_CHECKING:
-    from phobos.compile import CachedKernel, nodes
+    from phobos.compile import CachedKernel
 
 HOST_ARCH = "cpu-interpreter"
 BUDGET_ENV = "PHOBOS_AUTOTUNE_BUDGET"  # seconds of timing for a launch that tunes
@@ -176,13 +176,13 @@ def host_problem(
     arrays: Sequence[ArrayFields | None],
     fixed: Mapping[str, int],
     key: str,
-    lower: Callable[[Mapping[str, int]], nodes.Kernel],
+    lower: Callable[[Mapping[str, int]], Lowered],
 ) -> Problem:
     """Variants lowered to tile IR and run by the CPU interpreter on the numpy arrays."""
     views = [host_view(a) for a in args]
     positions = definition.positions
 
-    def load(values: Mapping[str, int], ir: nodes.Kernel) -> Candidate:
+    def load(values: Mapping[str, int], ir: Lowered) -> Candidate:
         found = compiler.accesses(ir)
         written = frozenset(positions[a.tensor] for a in found if a.kind != "load")
         read = frozenset(positions[a.tensor] for a in found if a.kind != "store")

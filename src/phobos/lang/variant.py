@@ -4,9 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 Grid = Sequence[int] | Callable[[Mapping[str, int]], Sequence[int]]
+
+
+class Lowered(Protocol):
+    """A variant's checked tile IR (what ``phobos.compile.lower`` returns), as used here."""
+
+    @property
+    def params(self) -> Sequence[object]: ...
 
 
 @dataclass(frozen=True, repr=False, eq=False)

@@ -11,9 +11,11 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "ast": "phobos.compile.syntax",  # the syntax tree's node classes (TensorType, Name, ...)
     "parse": "phobos.compile.syntax",
     "format_module": "phobos.compile.syntax",
+    "TensorType": "phobos.compile.syntax.ast",  # a parameter's type in the syntax tree, and
+    "Name": "phobos.compile.syntax.ast",  # its dims: extent names and literal sizes
+    "IntLit": "phobos.compile.syntax.ast",
     "check_module": "phobos.compile.check",
     "lower": "phobos.compile.check",
     "tune_space": "phobos.compile.check",
@@ -22,7 +24,6 @@ _EXPORTS = {
     "accesses": "phobos.compile.races.footprint",
     "warn_races": "phobos.compile.races.warn",
     "format_kernel": "phobos.compile.ir",
-    "nodes": "phobos.compile.ir",  # the tile IR's node classes (Kernel, TensorParam, ...)
     "generate": "phobos.compile.gpu",
     "CompiledKernel": "phobos.compile.pipeline",
     "compile_file": "phobos.compile.pipeline",

@@ -42,9 +42,14 @@ def reader_for(arg: Any) -> Reader | None:
     """The reader for arguments of this one's type, or ``None`` if it is not a GPU array."""
     if is_torch_tensor(arg):
         return read_torch
-    if hasattr(arg, "__cuda_array_interface__"):
-        return read_cai
-    return None
+    return read_cai if has_cai(arg) else None
+
+
+def has_cai(arg: Any) -> bool:
+    """Whether ``arg`` offers ``__cuda_array_interface__``, without reading it (CuPy and Numba
+    build the dict each time it is read)."""
+    name = "__cuda_array_interface__"
+    return hasattr(type(arg), name) or name in getattr(arg, "__dict__", ())
 
 
 def is_torch_tensor(arg: Any) -> bool:
@@ -59,7 +64,11 @@ def read_torch(t: Any) -> ArrayFields:
 
 
 def read_cai(a: Any) -> ArrayFields:
-    cai = a.__cuda_array_interface__
+    return cai_fields(a.__cuda_array_interface__)
+
+
+def cai_fields(cai: dict[str, Any]) -> ArrayFields:
+    """The fields of a ``__cuda_array_interface__`` dict (v2 or v3)."""
     if cai.get("mask") is not None:
         raise ArrayProtocolError("arrays with a mask are not supported; pass the unmasked data")
     ptr, readonly = cai["data"]
@@ -94,14 +103,13 @@ def read_arguments(
     """
     read: list[ArrayFields | None] = []
     for position, arg in enumerate(args):
-        if is_torch_tensor(arg):
-            reader: Reader | None = read_torch if arg.is_cuda else read_host
-        elif hasattr(arg, "__cuda_array_interface__"):
-            reader = read_cai
-        else:
-            reader = read_host if hasattr(arg, "__array_interface__") else None
         try:
-            read.append(None if reader is None else reader(arg))
+            if is_torch_tensor(arg):
+                read.append(read_torch(arg) if arg.is_cuda else read_host(arg))
+            elif has_cai(arg):
+                read.append(cai_fields(arg.__cuda_array_interface__))
+            else:
+                read.append(read_host(arg) if hasattr(arg, "__array_interface__") else None)
         except (ArrayProtocolError, KeyError, TypeError) as exc:
             if position < len(names):
                 raise LaunchError(f"{kernel}: {names[position]}: {exc}", names[position]) from None
@@ -235,6 +243,6 @@ def host_copy(arg: Any) -> Any:
         return arg.detach().cpu().numpy()
     if hasattr(arg, "copy_to_host"):
         return arg.copy_to_host()
-    if hasattr(arg, "get") and hasattr(arg, "__cuda_array_interface__"):
+    if hasattr(arg, "get") and has_cai(arg):
         return arg.get()
     return arg

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from enum import IntEnum
 from typing import Any
 
 from phobos.launch.arrays import (
@@ -30,8 +31,17 @@ from phobos.launch.errors import CudaError, LaunchError
 from phobos.launch.scalars import ScalarError, ScalarReader, fits, scalar_reader
 from phobos.launch.streams import current_stream_of, library_of
 
-# Where a slot's value comes from (the first entry of each ``slot_sources`` row).
-POINTER, STRIDE, EXTENT, SCALAR = range(4)
+
+class Source(IntEnum):
+    """Where a slot's value comes from (the first entry of each ``slot_sources`` row)."""
+
+    POINTER = 0  # a tensor's data pointer
+    STRIDE = 1  # one of a tensor's strides
+    EXTENT = 2  # a named extent
+    SCALAR = 3  # a scalar argument
+
+
+POINTER, STRIDE, EXTENT, SCALAR = Source
 
 
 class TensorCheck:
@@ -120,7 +130,7 @@ class ArgumentBinder:
                     self.extent_names.append(dim)
                     self.extent_sources.append((t_index, axis))
 
-        self.slot_sources: list[tuple[int, int, int]] = []
+        self.slot_sources: list[tuple[Source, int, int]] = []
         for slot in contract.slots:
             if slot.kind == "pointer":
                 self.slot_sources.append((POINTER, tensor_index[slot.param], 0))

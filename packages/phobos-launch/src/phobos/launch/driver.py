@@ -37,7 +37,7 @@ _ATTR_COMPUTE_CAPABILITY_MAJOR = 75
 _ATTR_COMPUTE_CAPABILITY_MINOR = 76
 _FUNC_ATTR_MAX_THREADS_PER_BLOCK = 0
 _FUNC_ATTR_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
-_POINTER_ATTR_DEVICE_ORDINAL = 9
+POINTER_ATTR_DEVICE_ORDINAL = 9
 _JIT_ERROR_LOG_BUFFER = 5
 _JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6
 _EVENT_DISABLE_TIMING = 0x2
@@ -229,7 +229,7 @@ class CudaDriver:
 
     def pointer_device(self, pointer: int) -> int:
         ordinal = c_int()
-        self._call("cuPointerGetAttribute", byref(ordinal), _POINTER_ATTR_DEVICE_ORDINAL, pointer)
+        self._call("cuPointerGetAttribute", byref(ordinal), POINTER_ATTR_DEVICE_ORDINAL, pointer)
         return ordinal.value
 
     def create_event(self) -> int:

@@ -14,6 +14,7 @@ compiles the fast path for next time.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import struct
 import threading
@@ -32,11 +33,12 @@ from phobos.launch.driver import (
     shared_driver,
 )
 from phobos.launch.errors import CudaError, LaunchError
-from phobos.launch.fastpath import FastLaunch, LaunchTarget, compile_fast_launch
+from phobos.launch.fastpath import compile_fast_launch
 from phobos.launch.grid import Grid, call_grid, grid_dims
 from phobos.launch.native import native_launch
 from phobos.launch.params import LaunchBlock
 from phobos.launch.streams import StreamOrdering, stream_handle
+from phobos.launch.table import FastLaunch, LaunchTarget, launch_table
 
 _DEFAULT_DYNAMIC_SMEM = 48 * 1024  # above this a kernel must opt in (cuFuncSetAttribute)
 
@@ -204,30 +206,63 @@ class LoadedKernel:
         on_device: _OnDevice,
         block: LaunchBlock,
     ) -> None:
-        """Make this signature's fast path (compiled once) the next launch's first try."""
+        """Make this signature's fast path (made once) the next launch's first try."""
         thread = threading.get_ident()
-        key = (tuple(map(type, args)), device, thread)
+        types = tuple(map(type, args))
+        key = (types, device, thread)
         if key in self._fast_paths:
             fast = self._fast_paths[key]
         else:
-            target = LaunchTarget(
-                device=device,
-                function=on_device.handle,
-                launch=self.driver.launch,
-                launch_entry=getattr(self.driver, "launch_entry", None),
-                pointer_entry=getattr(self.driver, "pointer_attribute_entry", None),
-                block=block,
-                owner=thread,
-                other_thread=self._try_other_thread,
-                meta=dict(self.contract.values),
-            )
-            fast = native_launch(self._binder, plan, args, target)
-            if fast is None:
-                fast = compile_fast_launch(self._binder, plan, args, target)
+            fast = self._fast_path(plan, types, self._target(device, on_device, block), None)
             self._fast_paths[key] = fast
         if fast is not None:
             self._fast_by_thread[thread] = fast
             self.try_launch = fast
+
+    def fast_path(
+        self, args: Sequence[Any], device: int = 0, native: bool | None = None
+    ) -> FastLaunch | None:
+        """A fresh fast path for this thread's launches of ``args``'s signature on ``device``
+        (``native``: only the C one; False: only the generated Python; None: as a launch
+        makes it), or None where there is none; for tests and measurements (a launch makes
+        and keeps its own).  ``args`` give the signature; they need not fit."""
+        plan = self._binder.plan(args)
+        with contextlib.suppress(LaunchError):
+            self._binder.bind(args, plan)  # what a launch reads before it makes one
+        target = self._target(device, self._loaded(device), self._block())
+        return self._fast_path(plan, tuple(map(type, args)), target, native)
+
+    def _fast_path(
+        self, plan: Plan, types: tuple[type, ...], target: LaunchTarget, native: bool | None
+    ) -> FastLaunch | None:
+        table = launch_table(self._binder, plan, types, target)
+        if table is None:
+            return None
+        fast = None if native is False else native_launch(table)
+        if fast is None and native is not True:
+            fast = compile_fast_launch(table, target, self.name)
+        return fast
+
+    def _target(self, device: int, on_device: _OnDevice, block: LaunchBlock) -> LaunchTarget:
+        return LaunchTarget(
+            device=device,
+            function=on_device.handle,
+            launch=self.driver.launch,
+            launch_entry=getattr(self.driver, "launch_entry", None),
+            pointer_entry=getattr(self.driver, "pointer_attribute_entry", None),
+            pointer_device=self._ordinal,
+            block=block,
+            owner=threading.get_ident(),
+            other_thread=self._try_other_thread,
+            meta=dict(self.contract.values),
+        )
+
+    def _ordinal(self, pointer: int) -> int:
+        """The GPU of ``pointer``, or -1 when the driver does not know it."""
+        try:
+            return self.driver.pointer_device(pointer)
+        except CudaError:
+            return -1
 
     def _try_other_thread(self, grid: Grid, args: Sequence[Any], stream: Any) -> int | None:
         """``try_launch`` from a thread other than the one whose fast path it is."""

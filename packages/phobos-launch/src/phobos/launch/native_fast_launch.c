@@ -2,14 +2,16 @@
  * The native fast path: one call signature's checks, packing and cuLaunchKernelEx in C.
  *
  * native.py compiles this file once per machine and Python (the way Triton builds its
- * launcher) and makes one FastLaunch per call signature, GPU and thread of arrays
- * (torch tensors through their accessors, anything else through its
- * __cuda_array_interface__) and scalars.  Calling it does what fastpath.py's generated Python does, with
- * the same outcome: 0 when it launched, the CUresult when the driver refused (nothing
- * launched), None when an argument fails a check or cannot be read -- the caller then
- * takes the reference path, which explains.  Every check the reference binder makes is
- * made here; only the cost differs (no interpreter between the accessors, no ctypes
- * between us and the driver).
+ * launcher) and makes one FastLaunch per call signature, GPU and thread from the table
+ * that phobos.launch.table derives from the binder's tables: the C struct LaunchTable,
+ * declared in phobos_launch_table.h, which table.c_header() writes for the build (with
+ * the enums and constants this file uses).  Torch tensors are read through their
+ * accessors, anything else through its __cuda_array_interface__.  Calling a FastLaunch
+ * does what fastpath.py's generated Python does, with the same outcome: 0 when it
+ * launched, the CUresult when the driver refused (nothing launched), None when an
+ * argument fails a check or cannot be read -- the caller then takes the reference path,
+ * which explains.  The checks that need no driver come first; which GPU holds an array
+ * read through its interface is asked last, just before the launch.
  *
  * The launch block (CUlaunchConfig, parameter values, the void* array pointing at
  * them) is the thread's LaunchBlock from params.py: this object writes into its buffer,
@@ -23,6 +25,8 @@
 #include <structmember.h>
 #include <string.h>
 
+#include "phobos_launch_table.h"
+
 #if PY_VERSION_HEX >= 0x030B0000
 #define PACK2(x, p) PyFloat_Pack2((x), (char *)(p), 1)
 #define PACK4(x, p) PyFloat_Pack4((x), (char *)(p), 1)
@@ -33,34 +37,6 @@
 
 typedef int (*LaunchKernelEx)(void *config, void *function, void **params, void **extra);
 typedef int (*PointerGetAttribute)(void *data, int attribute, unsigned long long pointer);
-
-#define POINTER_ATTRIBUTE_DEVICE_ORDINAL 9 /* CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL */
-#define LEGACY_DEFAULT_STREAM 1           /* how the CAI spells the legacy default stream */
-
-/* Where a slot's value comes from: the rows of ArgumentBinder.slot_sources. */
-enum { SRC_POINTER = 0, SRC_STRIDE = 1, SRC_EXTENT = 2, SRC_SCALAR = 3 };
-
-/* Slot types, in the order native.py's SLOT_TYPES lists them. */
-enum {
-    SLOT_BOOL, SLOT_I8, SLOT_I16, SLOT_I32, SLOT_I64, SLOT_U8, SLOT_U16, SLOT_U32, SLOT_U64,
-    SLOT_F16, SLOT_BF16, SLOT_F32, SLOT_F64
-};
-
-/* How a scalar argument is taken as is before the reader is asked (scalars.py). */
-enum { EXACT_NONE = 0, EXACT_FLOAT = 1, EXACT_INT = 2, EXACT_BOOL = 3 };
-
-#define MAX_ARGS 64
-#define MAX_RANK 8
-#define MAX_SLOTS 256
-#define MAX_EXTENTS 64
-#define MAX_CHECKS 256
-#define INDEX32_LIMIT (INT64_C(1) << 31)
-
-/* CUlaunchConfig field offsets (cuda.h); params.py's CONFIG_FORMAT spells the same. */
-#define CONFIG_GRID 0
-#define CONFIG_BLOCK 12
-#define CONFIG_SMEM 24
-#define CONFIG_STREAM 32
 
 /* A torch accessor, resolved on the tensor type once: a getset descriptor's getter or a
  * method descriptor's C function, called directly (what attribute lookup would find, less
@@ -77,60 +53,19 @@ typedef struct {
 } Accessor;
 
 typedef struct {
-    int position;
-    PyTypeObject *type; /* borrowed from `keep` */
-    unsigned int version; /* the type's version tag when the accessors were resolved */
-    Accessor accessors[N_ACCESSORS];
-    PyObject *dtype;    /* borrowed from `keep` */
-    int rank;
-    int64_t align;
-    int unit_stride;
-    int needs_strides;
-    int check_contiguous; /* one unit-stride axis: torch's is_contiguous() settles it */
-    int span_check;       /* 32-bit indexing with more than one unit-stride axis */
-    int cai;              /* read through __cuda_array_interface__ (dtype is then its typestr) */
-    int64_t itemsize;     /* bytes per element: CAI strides are in bytes */
-    int written;          /* a readonly CAI array is refused */
-} TensorSpec;
-
-typedef struct {
-    int kind, a, b, type, exact;
-    Py_ssize_t offset;
-    PyObject *reader; /* borrowed from `keep`; scalars only */
-} SlotSpec;
-
-typedef struct {
-    int t, axis;
-    int64_t value; /* the extent's index, or a literal size */
-} DimCheck;
-
-typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
-    unsigned long owner;
-    PyObject *other_thread;
-    PyObject *current_stream;
-    PyObject *stream_handle;
-    PyObject *device_object;
-    PyObject *meta;         /* the compile-time values a grid function sees */
-    PyObject *extent_names; /* tuple of str */
-    PyObject *keep;         /* everything the specs borrow, and the LaunchBlock */
-    Py_ssize_t nargs;
-    int ntensors, nslots, nextents, nextent_checks, nliteral_checks;
-    int index32;
-    long device;
-    long max_grid[3];
+    PyObject *table;         /* the LaunchTable (a ctypes object): it keeps what it points at */
+    const LaunchTable *t;    /* its memory */
+    PyObject *device_object; /* t->device as an int, for the current-stream function */
     LaunchKernelEx launch;
     PointerGetAttribute pointer_attribute; /* NULL when no argument is a CAI array */
     void *function;
     char *config;
     char *params;
     void **kernel_params;
-    TensorSpec tensors[MAX_ARGS];
-    SlotSpec slots[MAX_SLOTS];
-    DimCheck extent_sources[MAX_EXTENTS];
-    DimCheck extent_checks[MAX_CHECKS];
-    DimCheck literal_checks[MAX_CHECKS];
+    unsigned int versions[MAX_TENSORS]; /* each torch type's version tag when resolved */
+    Accessor accessors[MAX_TENSORS][N_ACCESSORS];
 } FastLaunch;
 
 static int fast_launch_clear(FastLaunch *self);
@@ -234,19 +169,19 @@ static int read_dims(PyObject *dims, int rank, int64_t *out) {
 static int pack_integer(char *dst, int type, int64_t v, uint64_t u, int is_unsigned) {
     int64_t lo, hi;
     switch (type) {
-    case SLOT_I8: lo = INT8_MIN; hi = INT8_MAX; break;
-    case SLOT_I16: lo = INT16_MIN; hi = INT16_MAX; break;
-    case SLOT_I32: lo = INT32_MIN; hi = INT32_MAX; break;
-    case SLOT_U8: lo = 0; hi = UINT8_MAX; break;
-    case SLOT_U16: case SLOT_BF16: lo = 0; hi = UINT16_MAX; break;
-    case SLOT_U32: lo = 0; hi = UINT32_MAX; break;
-    case SLOT_I64:
+    case TYPE_I8: lo = INT8_MIN; hi = INT8_MAX; break;
+    case TYPE_I16: lo = INT16_MIN; hi = INT16_MAX; break;
+    case TYPE_I32: lo = INT32_MIN; hi = INT32_MAX; break;
+    case TYPE_U8: lo = 0; hi = UINT8_MAX; break;
+    case TYPE_U16: case TYPE_BF16: lo = 0; hi = UINT16_MAX; break;
+    case TYPE_U32: lo = 0; hi = UINT32_MAX; break;
+    case TYPE_I64:
         if (is_unsigned) {
             return 0;
         }
         memcpy(dst, &v, 8);
         return 1;
-    case SLOT_U64:
+    case TYPE_U64:
         if (!is_unsigned) {
             if (v < 0) {
                 return 0;
@@ -261,8 +196,8 @@ static int pack_integer(char *dst, int type, int64_t v, uint64_t u, int is_unsig
         return 0;
     }
     switch (type) {
-    case SLOT_I8: case SLOT_U8: { uint8_t x = (uint8_t)v; memcpy(dst, &x, 1); break; }
-    case SLOT_I16: case SLOT_U16: case SLOT_BF16: {
+    case TYPE_I8: case TYPE_U8: { uint8_t x = (uint8_t)v; memcpy(dst, &x, 1); break; }
+    case TYPE_I16: case TYPE_U16: case TYPE_BF16: {
         uint16_t x = (uint16_t)v;
         memcpy(dst, &x, 2);
         break;
@@ -286,7 +221,7 @@ static int pack_long(char *dst, int type, PyObject *o) {
 }
 
 /* A scalar argument (already read when not taken as is) into its slot; 0 fails, -1 raises. */
-static int pack_scalar(FastLaunch *self, SlotSpec *slot, PyObject *arg) {
+static int pack_scalar(FastLaunch *self, const SlotEntry *slot, PyObject *arg) {
     char *dst = self->params + slot->offset;
     PyObject *value = arg;
     int exact = (slot->exact == EXACT_FLOAT && PyFloat_CheckExact(arg)) ||
@@ -302,7 +237,7 @@ static int pack_scalar(FastLaunch *self, SlotSpec *slot, PyObject *arg) {
     }
     int ok = 0;
     switch (slot->type) {
-    case SLOT_BOOL: {
+    case TYPE_BOOL: {
         int truth = PyObject_IsTrue(value);
         if (truth >= 0) {
             uint8_t x = (uint8_t)truth;
@@ -311,16 +246,16 @@ static int pack_scalar(FastLaunch *self, SlotSpec *slot, PyObject *arg) {
         }
         break;
     }
-    case SLOT_F16: case SLOT_F32: case SLOT_F64: {
+    case TYPE_F16: case TYPE_F32: case TYPE_F64: {
         if (!PyFloat_Check(value)) {
             break;
         }
         double x = PyFloat_AS_DOUBLE(value);
-        if (slot->type == SLOT_F64) {
+        if (slot->type == TYPE_F64) {
             memcpy(dst, &x, 8);
             ok = 1;
         } else {
-            ok = (slot->type == SLOT_F16 ? PACK2(x, dst) : PACK4(x, dst)) == 0;
+            ok = (slot->type == TYPE_F16 ? PACK2(x, dst) : PACK4(x, dst)) == 0;
         }
         break;
     }
@@ -359,7 +294,7 @@ static int read_grid_tuple(FastLaunch *self, PyObject *g, uint32_t dims[3]) {
     }
     dims[1] = dims[2] = 1;
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (!read_grid_entry(PyTuple_GET_ITEM(g, i), self->max_grid[i], &dims[i])) {
+        if (!read_grid_entry(PyTuple_GET_ITEM(g, i), (long)self->t->max_grid[i], &dims[i])) {
             return 0;
         }
     }
@@ -374,14 +309,14 @@ static int read_grid(FastLaunch *self, PyObject *grid, const int64_t *extents, u
     if (!PyCallable_Check(grid)) {
         return 0;
     }
-    PyObject *meta = PyDict_Copy(self->meta);
+    PyObject *meta = PyDict_Copy(self->t->meta);
     if (meta == NULL) {
         return give_up() ? -1 : 0;
     }
-    for (int e = 0; e < self->nextents; e++) {
+    for (int e = 0; e < self->t->nextents; e++) {
         PyObject *value = PyLong_FromLongLong(extents[e]);
         if (value == NULL ||
-            PyDict_SetItem(meta, PyTuple_GET_ITEM(self->extent_names, e), value) < 0) {
+            PyDict_SetItem(meta, PyTuple_GET_ITEM(self->t->extent_names, e), value) < 0) {
             Py_XDECREF(value);
             Py_DECREF(meta);
             return give_up() ? -1 : 0;
@@ -402,11 +337,11 @@ static int read_grid(FastLaunch *self, PyObject *grid, const int64_t *extents, u
 static int read_stream(FastLaunch *self, PyObject *stream, uint64_t *handle) {
     PyObject *h;
     if (stream == Py_None) {
-        h = PyObject_CallOneArg(self->current_stream, self->device_object);
+        h = PyObject_CallOneArg(self->t->current_stream, self->device_object);
     } else if (PyLong_CheckExact(stream)) {
         return read_u64(stream, handle);
     } else {
-        h = PyObject_CallOneArg(self->stream_handle, stream);
+        h = PyObject_CallOneArg(self->t->stream_handle, stream);
     }
     if (h == NULL) {
         return give_up() ? -1 : 0;
@@ -417,7 +352,7 @@ static int read_stream(FastLaunch *self, PyObject *stream, uint64_t *handle) {
 }
 
 /* The checks of a tensor's layout once read: alignment, unit stride, the 32-bit span. */
-static int layout_fits(TensorSpec *spec, const int64_t *shape, const int64_t *strides,
+static int layout_fits(const TensorEntry *spec, const int64_t *shape, const int64_t *strides,
                        uint64_t ptr, int strides_read) {
     if (ptr % (uint64_t)spec->align) {
         return 0;
@@ -446,9 +381,11 @@ static int layout_fits(TensorSpec *spec, const int64_t *shape, const int64_t *st
 }
 
 /* Reads and checks a torch tensor; 1 fits, 0 does not (or cannot tell), -1 raises. */
-static int read_torch_tensor(FastLaunch *self, TensorSpec *spec, PyObject *arg, int64_t *shape,
+static int read_torch_tensor(FastLaunch *self, int i, PyObject *arg, int64_t *shape,
                              int64_t *strides, uint64_t *ptr) {
-    PyObject *o = read_accessor(&spec->accessors[A_DTYPE], arg);
+    const TensorEntry *spec = &self->t->tensors[i];
+    const Accessor *accessors = self->accessors[i];
+    PyObject *o = read_accessor(&accessors[A_DTYPE], arg);
     if (o == NULL) {
         return give_up() ? -1 : 0;
     }
@@ -457,7 +394,7 @@ static int read_torch_tensor(FastLaunch *self, TensorSpec *spec, PyObject *arg, 
     if (!ok) {
         return 0;
     }
-    o = read_accessor(&spec->accessors[A_SHAPE], arg);
+    o = read_accessor(&accessors[A_SHAPE], arg);
     if (o == NULL) {
         return give_up() ? -1 : 0;
     }
@@ -466,7 +403,7 @@ static int read_torch_tensor(FastLaunch *self, TensorSpec *spec, PyObject *arg, 
     if (!ok) {
         return 0;
     }
-    o = read_accessor(&spec->accessors[A_DATA_PTR], arg);
+    o = read_accessor(&accessors[A_DATA_PTR], arg);
     if (o == NULL) {
         return give_up() ? -1 : 0;
     }
@@ -476,7 +413,7 @@ static int read_torch_tensor(FastLaunch *self, TensorSpec *spec, PyObject *arg, 
         return 0;
     }
     if (spec->needs_strides) {
-        o = read_accessor(&spec->accessors[A_STRIDE], arg);
+        o = read_accessor(&accessors[A_STRIDE], arg);
         if (o == NULL) {
             return give_up() ? -1 : 0;
         }
@@ -489,18 +426,18 @@ static int read_torch_tensor(FastLaunch *self, TensorSpec *spec, PyObject *arg, 
     if (!layout_fits(spec, shape, strides, *ptr, spec->needs_strides)) {
         return 0;
     }
-    o = read_accessor(&spec->accessors[A_GET_DEVICE], arg);
+    o = read_accessor(&accessors[A_GET_DEVICE], arg);
     if (o == NULL) {
         return give_up() ? -1 : 0;
     }
     int64_t device;
-    ok = read_i64(o, &device) && device == self->device;
+    ok = read_i64(o, &device) && device == self->t->device;
     Py_DECREF(o);
     if (!ok) {
         return 0;
     }
     if (spec->check_contiguous) {
-        o = read_accessor(&spec->accessors[A_IS_CONTIGUOUS], arg);
+        o = read_accessor(&accessors[A_IS_CONTIGUOUS], arg);
         if (o == NULL) {
             return give_up() ? -1 : 0;
         }
@@ -518,9 +455,22 @@ static PyObject *cai_entry(PyObject *cai, PyObject *key) {
     return PyDict_GetItemWithError(cai, key);
 }
 
+/* Whether a typestr names the element type `body` ("f4") as arrays.from_typestr reads it: in
+ * any byte order but big-endian, which only a one-byte type may be. */
+static int typestr_is(PyObject *typestr, PyObject *body) {
+    const char *text = PyUnicode_Check(typestr) ? PyUnicode_AsUTF8(typestr) : NULL;
+    const char *want = PyUnicode_AsUTF8(body);
+    if (text == NULL || want == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    return text[0] != '\0' && strcmp(text + 1, want) == 0 &&
+           (text[0] != '>' || strcmp(text + 2, "1") == 0);
+}
+
 /* Reads and checks an array's __cuda_array_interface__ (v2/v3) as arrays.read_cai does (which
  * GPU holds its data is asked after every other check).  *producer is its v3 stream. */
-static int read_cai_dict(TensorSpec *spec, PyObject *cai, int64_t *shape,
+static int read_cai_dict(const TensorEntry *spec, PyObject *cai, int64_t *shape,
                          int64_t *strides, uint64_t *ptr, int *has_producer,
                          uint64_t *producer) {
     if (!PyDict_Check(cai)) {
@@ -531,7 +481,7 @@ static int read_cai_dict(TensorSpec *spec, PyObject *cai, int64_t *shape,
         return 0;
     }
     o = cai_entry(cai, s_typestr);
-    if (o == NULL || !PyUnicode_Check(o) || PyUnicode_Compare(o, spec->dtype) != 0) {
+    if (o == NULL || !typestr_is(o, spec->dtype)) {
         return 0;
     }
     o = cai_entry(cai, s_data);
@@ -582,7 +532,7 @@ static int read_cai_dict(TensorSpec *spec, PyObject *cai, int64_t *shape,
     return !PyErr_Occurred() && layout_fits(spec, shape, strides, *ptr, 1);
 }
 
-static int read_cai_tensor(TensorSpec *spec, PyObject *arg, int64_t *shape,
+static int read_cai_tensor(const TensorEntry *spec, PyObject *arg, int64_t *shape,
                            int64_t *strides, uint64_t *ptr, int *has_producer,
                            uint64_t *producer) {
     PyObject *cai = PyObject_GetAttr(arg, s_cai);
@@ -599,33 +549,34 @@ static int read_cai_tensor(TensorSpec *spec, PyObject *arg, int64_t *shape,
 
 /* One launch of `args` (a tuple); the body of fast_launch_call. */
 static PyObject *launch_args(FastLaunch *self, PyObject *grid, PyObject *args, PyObject *stream) {
-    if (PyTuple_GET_SIZE(args) != self->nargs) {
+    const LaunchTable *t = self->t;
+    if (PyTuple_GET_SIZE(args) != t->nargs) {
         Py_RETURN_NONE;
     }
     PyObject **items = &PyTuple_GET_ITEM(args, 0);
-    for (int i = 0; i < self->ntensors; i++) {
-        TensorSpec *spec = &self->tensors[i];
+    for (int i = 0; i < t->ntensors; i++) {
+        const TensorEntry *spec = &t->tensors[i];
+        PyTypeObject *type = (PyTypeObject *)spec->type;
         /* A torch type that changed (an attribute reassigned) has a new version tag. */
-        if (Py_TYPE(items[spec->position]) != spec->type ||
-            (!spec->cai && spec->type->tp_version_tag != spec->version)) {
+        if (Py_TYPE(items[spec->position]) != type ||
+            (spec->read == READ_TORCH && type->tp_version_tag != self->versions[i])) {
             Py_RETURN_NONE;
         }
     }
-    int64_t shapes[MAX_ARGS][MAX_RANK];
-    int64_t strides[MAX_ARGS][MAX_RANK];
-    uint64_t ptrs[MAX_ARGS];
-    uint64_t producers[MAX_ARGS];
+    int64_t shapes[MAX_TENSORS][MAX_RANK];
+    int64_t strides[MAX_TENSORS][MAX_RANK];
+    uint64_t ptrs[MAX_TENSORS];
+    uint64_t producers[MAX_TENSORS];
     int nproducers = 0;
-    for (int i = 0; i < self->ntensors; i++) {
-        TensorSpec *spec = &self->tensors[i];
+    for (int i = 0; i < t->ntensors; i++) {
+        const TensorEntry *spec = &t->tensors[i];
         int ok, has_producer = 0;
-        if (spec->cai) {
-            ok = read_cai_tensor(spec, items[spec->position], shapes[i], strides[i],
-                                 &ptrs[i], &has_producer, &producers[nproducers]);
+        if (spec->read == READ_CAI) {
+            ok = read_cai_tensor(spec, items[spec->position], shapes[i], strides[i], &ptrs[i],
+                                 &has_producer, &producers[nproducers]);
             nproducers += has_producer;
         } else {
-            ok = read_torch_tensor(self, spec, items[spec->position], shapes[i], strides[i],
-                                   &ptrs[i]);
+            ok = read_torch_tensor(self, i, items[spec->position], shapes[i], strides[i], &ptrs[i]);
         }
         if (ok < 0) {
             return NULL;
@@ -634,34 +585,36 @@ static PyObject *launch_args(FastLaunch *self, PyObject *grid, PyObject *args, P
             Py_RETURN_NONE;
         }
     }
-    int64_t extents[MAX_EXTENTS];
-    for (int e = 0; e < self->nextents; e++) {
-        DimCheck *c = &self->extent_sources[e];
-        extents[e] = shapes[c->t][c->axis];
-        if (self->index32 && extents[e] >= INDEX32_LIMIT) {
+    int64_t extents[MAX_TENSORS * MAX_RANK];
+    for (int e = 0; e < t->nextents; e++) {
+        const DimEntry *c = &t->extent_sources[e];
+        extents[e] = shapes[c->tensor][c->axis];
+        if (t->index32 && extents[e] >= INDEX32_LIMIT) {
             Py_RETURN_NONE;
         }
     }
-    for (int k = 0; k < self->nextent_checks; k++) {
-        DimCheck *c = &self->extent_checks[k];
-        if (shapes[c->t][c->axis] != extents[c->value]) {
+    for (int k = 0; k < t->nextent_checks; k++) {
+        const DimEntry *c = &t->extent_checks[k];
+        if (shapes[c->tensor][c->axis] != extents[c->value]) {
             Py_RETURN_NONE;
         }
     }
-    for (int k = 0; k < self->nliteral_checks; k++) {
-        DimCheck *c = &self->literal_checks[k];
-        if (shapes[c->t][c->axis] != c->value) {
+    for (int k = 0; k < t->nliteral_checks; k++) {
+        const DimEntry *c = &t->literal_checks[k];
+        if (shapes[c->tensor][c->axis] != c->value) {
             Py_RETURN_NONE;
         }
     }
-    for (int s = 0; s < self->nslots; s++) {
-        SlotSpec *slot = &self->slots[s];
+    for (int s = 0; s < t->nslots; s++) {
+        const SlotEntry *slot = &t->slots[s];
         char *dst = self->params + slot->offset;
         int ok;
-        switch (slot->kind) {
-        case SRC_POINTER: ok = pack_integer(dst, slot->type, 0, ptrs[slot->a], 1); break;
-        case SRC_STRIDE: ok = pack_integer(dst, slot->type, strides[slot->a][slot->b], 0, 0); break;
-        case SRC_EXTENT: ok = pack_integer(dst, slot->type, extents[slot->a], 0, 0); break;
+        switch (slot->source) {
+        case SOURCE_POINTER: ok = pack_integer(dst, slot->type, 0, ptrs[slot->a], 1); break;
+        case SOURCE_STRIDE:
+            ok = pack_integer(dst, slot->type, strides[slot->a][slot->b], 0, 0);
+            break;
+        case SOURCE_EXTENT: ok = pack_integer(dst, slot->type, extents[slot->a], 0, 0); break;
         default: ok = pack_scalar(self, slot, items[slot->a]);
         }
         if (ok < 0) {
@@ -689,11 +642,11 @@ static PyObject *launch_args(FastLaunch *self, PyObject *grid, PyObject *args, P
         }
     }
     /* Last, the driver: which GPU holds each array read through its interface. */
-    for (int i = 0; i < self->ntensors; i++) {
+    for (int i = 0; i < t->ntensors; i++) {
         int ordinal = -1;
-        if (self->tensors[i].cai &&
+        if (t->tensors[i].read == READ_CAI &&
             (self->pointer_attribute(&ordinal, POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptrs[i]) ||
-             ordinal != self->device)) {
+             ordinal != t->device)) {
             Py_RETURN_NONE;
         }
     }
@@ -713,8 +666,8 @@ static PyObject *fast_launch_call(PyObject *callable, PyObject *const *argv, siz
         PyErr_SetString(PyExc_TypeError, "try_launch(grid, args, stream) takes 3 arguments");
         return NULL;
     }
-    if (PyThread_get_thread_ident() != self->owner) {
-        return PyObject_Vectorcall(self->other_thread, argv, 3, NULL);
+    if (PyThread_get_thread_ident() != self->t->owner) {
+        return PyObject_Vectorcall(self->t->other_thread, argv, 3, NULL);
     }
     PyObject *args = argv[1];
     if (PyTuple_Check(args)) {
@@ -733,135 +686,109 @@ static PyObject *fast_launch_call(PyObject *callable, PyObject *const *argv, siz
     return result;
 }
 
-/* Constructor arguments, all plain values from native.py (see native_launch there). */
+/* FastLaunch(table): `table` is a phobos.launch.table.LaunchTable, made for this build (its
+ * size is checked) and checked here again, so that no table makes it read out of bounds. */
 static int fast_launch_init(FastLaunch *self, PyObject *args, PyObject *kwds) {
-    (void)kwds;
-    PyObject *tensors, *slots, *sources, *checks, *literals, *max_grid, *cta;
-    unsigned long long launch, pointer_entry, function, config, params, kernel_params;
-    unsigned long smem;
+    PyObject *table;
+    static char *names[] = {"table", NULL};
     fast_launch_clear(self);
-    if (!PyArg_ParseTuple(args, "kOOOOnO!O!O!O!pl" "O!O!OKKKKKKO!kO", &self->owner,
-                          &self->other_thread, &self->current_stream, &self->stream_handle,
-                          &self->meta, &self->nargs, &PyTuple_Type, &tensors, &PyTuple_Type,
-                          &sources, &PyTuple_Type, &checks, &PyTuple_Type, &literals,
-                          &self->index32, &self->device, &PyTuple_Type, &slots, &PyTuple_Type,
-                          &self->extent_names, &self->keep, &launch, &pointer_entry, &function, &config, &params,
-                          &kernel_params, &PyTuple_Type, &cta, &smem, &max_grid)) {
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O", names, &table)) {
         return -1;
     }
-    Py_INCREF(self->other_thread);
-    Py_INCREF(self->current_stream);
-    Py_INCREF(self->stream_handle);
-    Py_INCREF(self->meta);
-    Py_INCREF(self->extent_names);
-    Py_INCREF(self->keep);
-    self->device_object = PyLong_FromLong(self->device);
-    if (self->device_object == NULL) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(table, &view, PyBUF_SIMPLE) < 0) {
         return -1;
     }
-    if (!PyDict_Check(self->meta) || self->nargs > MAX_ARGS ||
-        PyTuple_GET_SIZE(tensors) > MAX_ARGS || PyTuple_GET_SIZE(slots) > MAX_SLOTS ||
-        PyTuple_GET_SIZE(sources) > MAX_EXTENTS || PyTuple_GET_SIZE(checks) > MAX_CHECKS ||
-        PyTuple_GET_SIZE(literals) > MAX_CHECKS ||
-        PyTuple_GET_SIZE(self->extent_names) != PyTuple_GET_SIZE(sources)) {
-        PyErr_SetString(PyExc_ValueError, "FastLaunch: more than the native path holds");
+    const LaunchTable *t = view.buf;
+    Py_ssize_t size = view.len;
+    PyBuffer_Release(&view); /* the ctypes object's memory stays where it is while it lives */
+    if (size != (Py_ssize_t)sizeof(LaunchTable)) {
+        PyErr_SetString(PyExc_ValueError, "FastLaunch: not a LaunchTable of this build");
         return -1;
     }
-    self->ntensors = (int)PyTuple_GET_SIZE(tensors);
-    for (int i = 0; i < self->ntensors; i++) {
-        TensorSpec *t = &self->tensors[i];
-        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(tensors, i), "iO!OiLppppLpp", &t->position,
-                              &PyType_Type, &t->type, &t->dtype, &t->rank, &t->align,
-                              &t->unit_stride, &t->needs_strides, &t->check_contiguous,
-                              &t->span_check, &t->itemsize, &t->cai, &t->written)) {
-            return -1;
+    int bad = t->nargs < 0 || t->ntensors < 0 ||
+              t->ntensors > MAX_TENSORS || t->nslots < 0 ||
+              t->nslots > (int)(sizeof t->slots / sizeof t->slots[0]) || t->nextents < 0 ||
+              t->nextents > (int)(sizeof t->extent_sources / sizeof t->extent_sources[0]) ||
+              t->nextent_checks < 0 ||
+              t->nextent_checks > (int)(sizeof t->extent_checks / sizeof t->extent_checks[0]) ||
+              t->nliteral_checks < 0 ||
+              t->nliteral_checks > (int)(sizeof t->literal_checks / sizeof t->literal_checks[0]) ||
+              t->launch == 0 || t->config == 0 ||
+              (t->nslots && (t->params == 0 || t->kernel_params == 0)) || !t->other_thread ||
+              !t->current_stream || !t->stream_handle || !t->meta || !PyDict_Check(t->meta) ||
+              !t->extent_names || !PyTuple_Check(t->extent_names) ||
+              PyTuple_GET_SIZE(t->extent_names) != t->nextents;
+    for (int i = 0; !bad && i < t->ntensors; i++) {
+        const TensorEntry *e = &t->tensors[i];
+        bad = e->rank < 1 || e->rank > MAX_RANK || e->align < 1 || e->position < 0 ||
+              e->position >= t->nargs || e->itemsize < 1 || !e->type || !PyType_Check(e->type) ||
+              !e->dtype || (e->span_check && !e->needs_strides) ||
+              (e->unit_stride && !e->needs_strides && !e->check_contiguous) ||
+              (e->read != READ_TORCH && e->read != READ_CAI) ||
+              (e->read == READ_CAI &&
+               (!PyUnicode_Check(e->dtype) || !e->needs_strides || t->pointer_attribute == 0));
+    }
+    const DimEntry *groups[3] = {t->extent_sources, t->extent_checks, t->literal_checks};
+    int counts[3] = {t->nextents, t->nextent_checks, t->nliteral_checks};
+    for (int g = 0; !bad && g < 3; g++) {
+        for (int k = 0; !bad && k < counts[g]; k++) {
+            const DimEntry *c = &groups[g][k];
+            bad = c->tensor < 0 || c->tensor >= t->ntensors || c->axis < 0 ||
+                  c->axis >= t->tensors[c->tensor].rank ||
+                  (g == 1 && (c->value < 0 || c->value >= t->nextents));
         }
-        if (t->rank < 0 || t->rank > MAX_RANK || t->align < 1 || t->position < 0 ||
-            t->position >= self->nargs || (t->span_check && !t->needs_strides) ||
-            (t->unit_stride && !t->needs_strides && !t->check_contiguous) || t->itemsize < 1 ||
-            (t->cai && (!PyUnicode_Check(t->dtype) || !t->needs_strides || pointer_entry == 0))) {
-            PyErr_SetString(PyExc_ValueError, "FastLaunch: a tensor spec out of range");
-            return -1;
+    }
+    for (int s = 0; !bad && s < t->nslots; s++) {
+        const SlotEntry *slot = &t->slots[s];
+        bad = slot->type < TYPE_BOOL || slot->type > TYPE_F64 || slot->offset < 0 ||
+              slot->a < 0 || slot->b < 0 ||
+              (slot->source != SOURCE_SCALAR && slot->type >= TYPE_F16);
+        switch (slot->source) {
+        case SOURCE_POINTER: bad |= slot->a >= t->ntensors || slot->type != TYPE_U64; break;
+        case SOURCE_STRIDE:
+            bad |= slot->a >= t->ntensors || slot->b >= t->tensors[slot->a].rank ||
+                   !t->tensors[slot->a].needs_strides;
+            break;
+        case SOURCE_EXTENT: bad |= slot->a >= t->nextents; break;
+        case SOURCE_SCALAR:
+            bad |= slot->a >= t->nargs || !slot->reader || !PyCallable_Check(slot->reader);
+            break;
+        default: bad = 1;
         }
-        if (t->cai) {
+    }
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "FastLaunch: a table entry out of range");
+        return -1;
+    }
+    for (int i = 0; i < t->ntensors; i++) {
+        PyTypeObject *type = (PyTypeObject *)t->tensors[i].type;
+        if (t->tensors[i].read == READ_CAI) {
             continue;
         }
         for (int a = 0; a < N_ACCESSORS; a++) {
-            resolve_accessor(&t->accessors[a], t->type, a);
+            resolve_accessor(&self->accessors[i][a], type, a);
         }
-        t->version = t->type->tp_version_tag;
-        if (!(t->type->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG) || t->version == 0) {
+        self->versions[i] = type->tp_version_tag;
+        if (!(type->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG) || self->versions[i] == 0) {
             PyErr_SetString(PyExc_ValueError, "FastLaunch: the tensor type has no version tag");
             return -1;
         }
     }
-    PyObject *groups[3] = {sources, checks, literals};
-    DimCheck *targets[3] = {self->extent_sources, self->extent_checks, self->literal_checks};
-    int *counts[3] = {&self->nextents, &self->nextent_checks, &self->nliteral_checks};
-    for (int g = 0; g < 3; g++) {
-        *counts[g] = (int)PyTuple_GET_SIZE(groups[g]);
-        for (int k = 0; k < *counts[g]; k++) {
-            DimCheck *c = &targets[g][k];
-            c->value = 0;
-            if (!PyArg_ParseTuple(PyTuple_GET_ITEM(groups[g], k), g ? "iiL" : "ii", &c->t,
-                                  &c->axis, &c->value)) {
-                return -1;
-            }
-            if (c->t < 0 || c->t >= self->ntensors || c->axis < 0 ||
-                c->axis >= self->tensors[c->t].rank ||
-                (g == 1 && (c->value < 0 || c->value >= self->nextents))) {
-                PyErr_SetString(PyExc_ValueError, "FastLaunch: a dimension check out of range");
-                return -1;
-            }
-        }
-    }
-    self->nslots = (int)PyTuple_GET_SIZE(slots);
-    for (int s = 0; s < self->nslots; s++) {
-        SlotSpec *slot = &self->slots[s];
-        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(slots, s), "iiiinO", &slot->kind, &slot->a,
-                              &slot->b, &slot->type, &slot->offset, &slot->reader)) {
-            return -1;
-        }
-        slot->exact = slot->type <= SLOT_BOOL ? EXACT_BOOL
-                      : slot->type <= SLOT_U64 ? EXACT_INT
-                      : slot->type == SLOT_BF16 ? EXACT_NONE
-                                             : EXACT_FLOAT;
-        int bad = slot->type < SLOT_BOOL || slot->type > SLOT_F64 || slot->offset < 0;
-        switch (slot->kind) {
-        case SRC_POINTER: bad |= slot->a >= self->ntensors || slot->type != SLOT_U64; break;
-        case SRC_STRIDE:
-            bad |= slot->a >= self->ntensors || slot->b >= self->tensors[slot->a].rank ||
-                   !self->tensors[slot->a].needs_strides;
-            break;
-        case SRC_EXTENT: bad |= slot->a >= self->nextents; break;
-        case SRC_SCALAR: bad |= slot->a >= self->nargs || !PyCallable_Check(slot->reader); break;
-        default: bad = 1;
-        }
-        if (bad || slot->a < 0 || slot->b < 0 ||
-            (slot->kind != SRC_SCALAR && slot->type >= SLOT_F16)) {
-            PyErr_SetString(PyExc_ValueError, "FastLaunch: a slot spec out of range");
-            return -1;
-        }
-    }
-    uint32_t block[3];
-    if (!PyArg_ParseTuple(cta, "III", &block[0], &block[1], &block[2]) ||
-        !PyArg_ParseTuple(max_grid, "lll", &self->max_grid[0], &self->max_grid[1],
-                          &self->max_grid[2])) {
+    self->device_object = PyLong_FromLong(t->device);
+    if (self->device_object == NULL) {
         return -1;
     }
-    if (launch == 0 || config == 0 || (self->nslots && (params == 0 || kernel_params == 0))) {
-        PyErr_SetString(PyExc_ValueError, "FastLaunch: a null launch entry or launch block");
-        return -1;
-    }
-    self->launch = (LaunchKernelEx)(uintptr_t)launch;
-    self->pointer_attribute = (PointerGetAttribute)(uintptr_t)pointer_entry;
-    self->function = (void *)(uintptr_t)function;
-    self->config = (char *)(uintptr_t)config;
-    self->params = (char *)(uintptr_t)params;
-    self->kernel_params = self->nslots ? (void **)(uintptr_t)kernel_params : NULL;
-    uint32_t smem32 = (uint32_t)smem;
-    memcpy(self->config + CONFIG_BLOCK, block, sizeof block);
-    memcpy(self->config + CONFIG_SMEM, &smem32, 4);
+    self->table = Py_NewRef(table);
+    self->t = t;
+    self->launch = (LaunchKernelEx)(uintptr_t)t->launch;
+    self->pointer_attribute = (PointerGetAttribute)(uintptr_t)t->pointer_attribute;
+    self->function = (void *)(uintptr_t)t->function;
+    self->config = (char *)(uintptr_t)t->config;
+    self->params = (char *)(uintptr_t)t->params;
+    self->kernel_params = t->nslots ? (void **)(uintptr_t)t->kernel_params : NULL;
+    memcpy(self->config + CONFIG_BLOCK, t->cta, sizeof t->cta);
+    memcpy(self->config + CONFIG_SMEM, &t->dynamic_smem, 4);
     self->vectorcall = fast_launch_call;
     return 0;
 }
@@ -877,23 +804,14 @@ static PyObject *fast_launch_new(PyTypeObject *type, PyObject *args, PyObject *k
 }
 
 static int fast_launch_traverse(FastLaunch *self, visitproc visit, void *arg) {
-    Py_VISIT(self->other_thread);
-    Py_VISIT(self->current_stream);
-    Py_VISIT(self->stream_handle);
-    Py_VISIT(self->meta);
-    Py_VISIT(self->extent_names);
-    Py_VISIT(self->keep);
+    Py_VISIT(self->table);
     return 0;
 }
 
 static int fast_launch_clear(FastLaunch *self) {
-    Py_CLEAR(self->other_thread);
-    Py_CLEAR(self->current_stream);
-    Py_CLEAR(self->stream_handle);
+    Py_CLEAR(self->table);
     Py_CLEAR(self->device_object);
-    Py_CLEAR(self->meta);
-    Py_CLEAR(self->extent_names);
-    Py_CLEAR(self->keep);
+    self->t = NULL;
     self->vectorcall = NULL;
     return 0;
 }
@@ -912,6 +830,11 @@ static PyObject *fast_launch_tp_call(PyObject *self, PyObject *args, PyObject *k
     return PyVectorcall_Call(self, args, kwargs);
 }
 
+static PyMemberDef fast_launch_members[] = {
+    {"table", T_OBJECT, offsetof(FastLaunch, table), READONLY, "the LaunchTable it was made from"},
+    {NULL, 0, 0, 0, NULL},
+};
+
 static PyTypeObject FastLaunchType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "phobos_native_launch.FastLaunch",
@@ -925,20 +848,21 @@ static PyTypeObject FastLaunchType = {
     .tp_clear = (inquiry)fast_launch_clear,
     .tp_call = fast_launch_tp_call,
     .tp_vectorcall_offset = offsetof(FastLaunch, vectorcall),
+    .tp_members = fast_launch_members,
 };
 
 /*
- * SteadyCall: phobos.lang's `kernel[grid]` in its steady state.  `kernel.last_launch` is
- * (the keyword values of the last launch that fixed every compile-time name, the
- * LoadedKernel it used) or None.  A call with the same keywords goes straight to that
- * kernel's try_launch; anything else -- other keywords, race_check, a launch the fast
- * path does not take -- calls `fallback` (phobos.lang's Python launcher) with the
- * call's own arguments, which tries again and explains.
+ * SteadyCall(state, grid, fallback): a launch function in its steady state.  `state` is a
+ * phobos.launch.SteadyState: `state.last_launch` is (the keyword values of the caller's last
+ * launch, the LoadedKernel it used) or None.  A call with the same keywords (less stream=
+ * and a false race_check=) goes straight to that kernel's try_launch; anything else --
+ * other keywords, race_check, a launch the fast path does not take -- calls `fallback` with
+ * the call's own arguments, which tries again and explains.
  */
 typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
-    PyObject *kernel;
+    PyObject *state;
     PyObject *grid;
     PyObject *fallback;
 } SteadyCall;
@@ -952,7 +876,7 @@ static int same_name(PyObject *name, PyObject *interned) {
 /* 1 when launched, 0 when the fallback should run, -1 on an error that goes up. */
 static int launch_steadily(SteadyCall *self, PyObject *const *argv, Py_ssize_t nargs,
                            PyObject *kwnames) {
-    PyObject *last = PyObject_GetAttr(self->kernel, s_last_launch);
+    PyObject *last = PyObject_GetAttr(self->state, s_last_launch);
     if (last == NULL) {
         return give_up() ? -1 : 0;
     }
@@ -1034,9 +958,9 @@ static PyObject *steady_call(PyObject *callable, PyObject *const *argv, size_t n
 }
 
 static PyObject *steady_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
-    PyObject *kernel, *grid, *fallback;
-    static char *names[] = {"kernel", "grid", "fallback", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOO", names, &kernel, &grid, &fallback)) {
+    PyObject *state, *grid, *fallback;
+    static char *names[] = {"state", "grid", "fallback", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOO", names, &state, &grid, &fallback)) {
         return NULL;
     }
     if (!PyCallable_Check(fallback)) {
@@ -1047,7 +971,7 @@ static PyObject *steady_new(PyTypeObject *type, PyObject *args, PyObject *kwds) 
     if (self == NULL) {
         return NULL;
     }
-    self->kernel = Py_NewRef(kernel);
+    self->state = Py_NewRef(state);
     self->grid = Py_NewRef(grid);
     self->fallback = Py_NewRef(fallback);
     self->vectorcall = steady_call;
@@ -1055,14 +979,14 @@ static PyObject *steady_new(PyTypeObject *type, PyObject *args, PyObject *kwds) 
 }
 
 static int steady_traverse(SteadyCall *self, visitproc visit, void *arg) {
-    Py_VISIT(self->kernel);
+    Py_VISIT(self->state);
     Py_VISIT(self->grid);
     Py_VISIT(self->fallback);
     return 0;
 }
 
 static int steady_clear(SteadyCall *self) {
-    Py_CLEAR(self->kernel);
+    Py_CLEAR(self->state);
     Py_CLEAR(self->grid);
     Py_CLEAR(self->fallback);
     return 0;
@@ -1075,7 +999,7 @@ static void steady_dealloc(SteadyCall *self) {
 }
 
 static PyMemberDef steady_members[] = {
-    {"grid", T_OBJECT_EX, offsetof(SteadyCall, grid), READONLY, "the grid of kernel[grid]"},
+    {"grid", T_OBJECT_EX, offsetof(SteadyCall, grid), READONLY, "the grid it launches on"},
     {"fallback", T_OBJECT_EX, offsetof(SteadyCall, fallback), READONLY,
      "the Python launcher that takes every call the steady state does not"},
     {NULL, 0, 0, 0, NULL},
@@ -1084,7 +1008,7 @@ static PyMemberDef steady_members[] = {
 static PyTypeObject SteadyCallType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "phobos_native_launch.SteadyCall",
-    .tp_doc = "kernel[grid] of phobos.lang: the steady state in C, the rest in `fallback`",
+    .tp_doc = "a launch function: its steady state in C, the rest in `fallback`",
     .tp_basicsize = sizeof(SteadyCall),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_new = steady_new,

@@ -22,6 +22,9 @@ from phobos.launch.dtypes import ITEMSIZE, STRUCT_CODE
 # of padding, hStream, then attrs (NULL) and numAttrs (0) with padding: 56 bytes, packed as zeros.
 CONFIG_FORMAT = "3I3II4xQ16x"
 CONFIG_SIZE = struct.calcsize("<" + CONFIG_FORMAT)
+# Where its fields start (for the native path, through table.c_header).
+CONFIG_GRID, CONFIG_BLOCK, CONFIG_SMEM = 0, struct.calcsize("<3I"), struct.calcsize("<6I")
+CONFIG_STREAM = struct.calcsize("<7I4x")
 
 
 class LaunchBlock:
