@@ -7,6 +7,7 @@ import importlib.util
 from functools import partial
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import phobos.lang as ph
@@ -63,6 +64,13 @@ def test_a_first_launch_reads_each_array_once_then_the_steady_state_takes_the_fa
     assert callers == ["python", *(["native"] if native else ["python"]) * 2]
     assert kernel.dispatcher.steady.last_launch[0] == {"BLOCK": 128}
     assert type(kernel[(8,)]).__name__ == ("SteadyCall" if native else "function")
+
+
+def test_a_numpy_scalar_is_a_scalar_not_a_host_array(driver):
+    kernel = ph.kernel(saxpy.__wrapped__)
+    arrays = [CountingArray(1000, BASE + i * 0x10000) for i in range(3)]
+    kernel[(8,)](*arrays, np.float32(2.0), BLOCK=128)
+    assert len(driver.launches) == 1
 
 
 def test_arguments_that_allow_less_get_a_less_specialised_variant(driver):

@@ -20,6 +20,7 @@ interpreter), and what the arguments allow a variant to assume (``specialization
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -109,7 +110,10 @@ def read_arguments(
             elif has_cai(arg):
                 read.append(cai_fields(arg.__cuda_array_interface__))
             else:
-                read.append(read_host(arg) if hasattr(arg, "__array_interface__") else None)
+                numpy = sys.modules.get("numpy")  # a NumPy scalar has an __array_interface__ too
+                scalar = numpy is not None and isinstance(arg, numpy.generic)
+                host = hasattr(arg, "__array_interface__") and not scalar
+                read.append(read_host(arg) if host else None)
         except (ArrayProtocolError, KeyError, TypeError) as exc:
             if position < len(names):
                 raise LaunchError(f"{kernel}: {names[position]}: {exc}", names[position]) from None
@@ -229,7 +233,8 @@ def array_library(arg: Any) -> str | None:
     root = type(arg).__module__.partition(".")[0]
     if root in ("torch", "cupy", "numba"):
         return root
-    return "numpy" if root == "numpy" and hasattr(arg, "__array_interface__") else None
+    numpy = sys.modules.get("numpy")
+    return "numpy" if numpy is not None and isinstance(arg, numpy.ndarray) else None
 
 
 def host_view(arg: Any) -> Any:

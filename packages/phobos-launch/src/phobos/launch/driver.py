@@ -11,14 +11,27 @@ the caller to check.  ``launch_entry`` is the same function's address, which the
 native fast path (native.py) calls from C.
 
 The rest of the launcher talks to the driver only through the ``Driver`` protocol
-below, so tests can stand a fake in for it on a machine without a GPU.
+below, so tests can stand a fake in for it on a machine without a GPU.  The few calls
+phobos-autotune times variants with (timed events, a stream's synchronisation, a
+scratch buffer for flushing L2) are here too: this is the project's one binding.
 """
 
 from __future__ import annotations
 
 import ctypes
 import threading
-from ctypes import POINTER, byref, c_char_p, c_int, c_uint, c_uint64, c_void_p
+from ctypes import (
+    POINTER,
+    byref,
+    c_char_p,
+    c_float,
+    c_int,
+    c_size_t,
+    c_ubyte,
+    c_uint,
+    c_uint64,
+    c_void_p,
+)
 from typing import Any, Protocol
 
 from phobos.launch.errors import CudaError, DriverNotFound
@@ -35,6 +48,7 @@ CUDA_ERROR_NOT_FOUND = 500
 _ATTR_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97
 _ATTR_COMPUTE_CAPABILITY_MAJOR = 75
 _ATTR_COMPUTE_CAPABILITY_MINOR = 76
+_ATTR_L2_CACHE_SIZE = 38
 _FUNC_ATTR_MAX_THREADS_PER_BLOCK = 0
 _FUNC_ATTR_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
 POINTER_ATTR_DEVICE_ORDINAL = 9
@@ -101,7 +115,16 @@ _SIGNATURES = {
     "cuEventCreate": (POINTER(c_void_p), c_uint),
     "cuEventRecord": (c_void_p, c_void_p),
     "cuStreamWaitEvent": (c_void_p, c_void_p, c_uint),
+    # Timing (phobos-autotune).
+    "cuCtxGetDevice": (POINTER(c_int),),
+    "cuEventSynchronize": (c_void_p,),
+    "cuEventDestroy_v2": (c_void_p,),
+    "cuStreamSynchronize": (c_void_p,),
+    "cuMemAlloc_v2": (POINTER(c_uint64), c_size_t),
+    "cuMemFree_v2": (c_uint64,),
+    "cuMemsetD8Async": (c_uint64, c_ubyte, c_size_t, c_void_p),
 }
+_ELAPSED = ("cuEventElapsedTime_v2", "cuEventElapsedTime")  # the first this driver has
 
 
 class CudaDriver:
@@ -115,11 +138,13 @@ class CudaDriver:
                 f"{exc}; no NVIDIA driver is installed here (the launcher needs a GPU)"
             ) from None
         self._fn = {}
-        for name, argtypes in _SIGNATURES.items():
+        elapsed = next(name for name in _ELAPSED if hasattr(lib, name))
+        signatures = {**_SIGNATURES, elapsed: (POINTER(c_float), c_void_p, c_void_p)}
+        for name, argtypes in signatures.items():
             fn = getattr(lib, name)
             fn.argtypes = argtypes
             fn.restype = c_int
-            self._fn[name] = fn
+            self._fn["cuEventElapsedTime" if name == elapsed else name] = fn
         try:
             self.launch = lib.cuLaunchKernelEx
         except AttributeError:
@@ -232,9 +257,9 @@ class CudaDriver:
         self._call("cuPointerGetAttribute", byref(ordinal), POINTER_ATTR_DEVICE_ORDINAL, pointer)
         return ordinal.value
 
-    def create_event(self) -> int:
+    def create_event(self, timed: bool = False) -> int:
         event = c_void_p()
-        self._call("cuEventCreate", byref(event), _EVENT_DISABLE_TIMING)
+        self._call("cuEventCreate", byref(event), 0 if timed else _EVENT_DISABLE_TIMING)
         return event.value or 0
 
     def record_event(self, event: int, stream: int) -> None:
@@ -245,6 +270,41 @@ class CudaDriver:
 
     def synchronize(self) -> None:
         self._call("cuCtxSynchronize")
+
+    # Timing (phobos-autotune), in the current context.
+
+    def current_device(self) -> int:
+        device = c_int()
+        self._call("cuCtxGetDevice", byref(device))
+        return device.value
+
+    def l2_cache_bytes(self, device: int) -> int:
+        return self._device_attribute(device, _ATTR_L2_CACHE_SIZE)
+
+    def elapsed_ms(self, start: int, end: int) -> float:
+        """The time between two timed events, once ``end`` has happened (it waits for it)."""
+        self._call("cuEventSynchronize", end)
+        ms = c_float()
+        self._call("cuEventElapsedTime", byref(ms), start, end)
+        return ms.value
+
+    def destroy_event(self, event: int) -> None:
+        self._call("cuEventDestroy_v2", event)
+
+    def synchronize_stream(self, stream: int) -> None:
+        self._call("cuStreamSynchronize", stream or None)
+
+    def allocate(self, nbytes: int) -> int:
+        pointer = c_uint64()
+        self._call("cuMemAlloc_v2", byref(pointer), nbytes)
+        return pointer.value
+
+    def free(self, pointer: int) -> None:
+        self._call("cuMemFree_v2", pointer)
+
+    def memset_async(self, pointer: int, nbytes: int, stream: int) -> None:
+        """Zero ``nbytes`` at ``pointer``, queued on ``stream``."""
+        self._call("cuMemsetD8Async", pointer, 0, nbytes, stream or None)
 
 
 _shared: CudaDriver | None = None
