@@ -394,7 +394,7 @@ def test_the_in_process_choice_is_kept_per_device(monkeypatch):
     """Arrays on two GPUs tune twice; the same GPU again reuses its choice."""
     tuned = []
 
-    def fake_tune(grid, args, fixed, options=None, *, arrays=None, device=None):
+    def fake_tune(grid, args, fixed, options=None, arrays=None, device=None):
         tuned.append(device)
         return {"BLOCK": 16 * len(tuned)}
 

@@ -100,18 +100,16 @@ class Definition:
 
     @cached_property
     def checks(self) -> ArgumentBinder:
-        """The argument checks every variant makes (dtypes, ranks, extents), before one is chosen."""
+        """The argument checks every variant makes (dtypes, ranks, extents), before one is
+        chosen; a size only a variant knows (None) is left to that variant's contract."""
         return ArgumentBinder.declared(
             self.name,
-            [(p.name, p.dtype, None if p.dims is None else self._dims(p)) for p in self.params],
-        )
-
-    @staticmethod
-    def _dims(param: Parameter) -> tuple[str | int, ...]:
-        # A size only a variant knows is checked by that variant's contract, not here.
-        return tuple(
-            f"{param.name}[{axis}]" if d is None else d for axis, d in enumerate(param.dims or ())
-        )
+            [
+                (p.name, p.dtype, p.dims and [f"{p.name}[{a}]" if d is None else d
+                                              for a, d in enumerate(p.dims)])
+                for p in self.params
+            ],
+        )  # fmt: skip
 
     def values_for(self, fixed: Mapping[str, int]) -> dict[str, int]:
         """The variant used when ``fixed`` names are given and the rest take the space's default."""
@@ -134,7 +132,3 @@ class Definition:
                 if isinstance(dim, str):
                     extents.setdefault(dim, int(size))
         return extents, {p.name: p.dtype for p in self.params}
-
-    def declared_span(self) -> Span:
-        """The kernel's definition (``def`` line)."""
-        return self.program.module.kernel(self.name).span

@@ -81,15 +81,6 @@ class Kernel:
         """The kernel's ``@autotune`` space (``phobos.compile.TuneSpace``)."""
         return self.definition.space
 
-    @property
-    def tensor_params(self) -> tuple[str | None, ...]:
-        """Each parameter's name if it is a tensor, else None, in declaration order."""
-        return self.definition.tensor_params
-
-    def values_for(self, fixed: Mapping[str, int]) -> dict[str, int]:
-        """The variant used when ``fixed`` names are given and the rest take the space's default."""
-        return self.definition.values_for(fixed)
-
     def lower(self, values: Mapping[str, int]) -> Lowered:
         """The checked tile IR of one variant (memoised)."""
         return self.dispatcher.lower(values)

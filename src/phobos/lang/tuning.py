@@ -136,108 +136,89 @@ def disagreeing_variants(definition: Definition, exc: VariantsDisagree) -> Disag
         'options=Options(on_disagreement="default")) to take the default variant\'s group '
         f"(group 1) as right; {name}.tuning_report() shows every variant"
     )
-    diagnostic = Diagnostic("error", message, definition.declared_span())
+    diagnostic = Diagnostic("error", message, definition.program.module.kernel(name).span)
     return DisagreeingVariants(diagnostic, exc.lines(), advice, exc.report)
 
 
-def _common(
-    definition: Definition,
-    state: TuningState,
-    arrays: Sequence[ArrayFields | None],
-    fixed: Mapping[str, int],
-    key: str,
-    arch: str,
-) -> partial[Problem]:
-    """``Problem`` with the parts that the host and the GPU share."""
-    extents, _ = definition.extents_and_dtypes(arrays)
-    variants: dict[Variant, dict[str, int]] = {}  # the space's, fixed names applied, each once
-    for values in definition.space.variants():
-        variant = {**values, **fixed}
-        variants.setdefault(Variant.of(variant), variant)
-    return partial(
-        Problem,
-        kernel=definition.name,
-        key=key,
-        variants=list(variants.values()),
-        default=definition.values_for(fixed),
-        arg_names=[p.name for p in definition.params],
-        reference=state.reference,
-        extents=extents,
-        exempt=frozenset({"NUM_THREADS", *fixed}),
-        describe=", ".join([*(f"{n}={v}" for n, v in extents.items()), arch]),
-    )
+@dataclass(frozen=True)
+class Tuning:
+    """The tuning of one launch's key: what its ``Problem`` is made of."""
 
+    definition: Definition
+    state: TuningState
+    grid: Grid
+    args: Sequence[Any]
+    arrays: Sequence[ArrayFields | None]
+    fixed: Mapping[str, int]
+    key: str
 
-def host_problem(
-    definition: Definition,
-    state: TuningState,
-    grid: Grid,
-    args: Sequence[Any],
-    arrays: Sequence[ArrayFields | None],
-    fixed: Mapping[str, int],
-    key: str,
-    lower: Callable[[Mapping[str, int]], Lowered],
-) -> Problem:
-    """Variants lowered to tile IR and run by the CPU interpreter on the numpy arrays."""
-    views = [host_view(a) for a in args]
-    positions = definition.positions
+    def host_problem(self, lower: Callable[[Mapping[str, int]], Lowered]) -> Problem:
+        """Variants lowered to tile IR and run by the CPU interpreter on the numpy arrays."""
+        views, grid, positions = [host_view(a) for a in self.args], self.grid, self.positions
 
-    def load(values: Mapping[str, int], ir: Lowered) -> Candidate:
-        found = compiler.accesses(ir)
-        written = frozenset(positions[a.tensor] for a in found if a.kind != "load")
-        read = frozenset(positions[a.tensor] for a in found if a.kind != "store")
+        def load(values: Mapping[str, int], ir: Lowered) -> Candidate:
+            found = compiler.accesses(ir)
+            written = frozenset(positions[a.tensor] for a in found if a.kind != "load")
+            read = frozenset(positions[a.tensor] for a in found if a.kind != "store")
 
-        def launch() -> None:
-            compiler.run(ir, resolve_grid(grid, extents_of(ir.params, views), values), views)
+            def launch() -> None:
+                compiler.run(ir, resolve_grid(grid, extents_of(ir.params, views), values), views)
 
-        return Candidate(launch, written, read)
+            return Candidate(launch, written, read)
 
-    return _common(definition, state, arrays, fixed, key, HOST_ARCH)(
-        args=views,
-        compile=lower,
-        load=load,
-        timer=CpuTimer(),
-    )
+        return self._problem(HOST_ARCH)(args=views, compile=lower, load=load, timer=CpuTimer())
 
+    def device_problem(self, target: tuple[int, str, Specialization], load: Load) -> Problem:
+        """Variants compiled through the kernel cache and launched on the GPU arrays.
 
-def device_problem(
-    definition: Definition,
-    state: TuningState,
-    grid: Grid,
-    args: Sequence[Any],
-    arrays: Sequence[ArrayFields | None],
-    fixed: Mapping[str, int],
-    key: str,
-    target: tuple[int, str, Specialization],
-    load: Load,
-) -> Problem:
-    """Variants compiled through the kernel cache and launched on the GPU arrays.
+        ``target``: the GPU, its architecture and what the arguments allow the variants to
+        assume; ``load`` the dispatcher's memo of loaded variants.
+        """
+        (device, arch, spec), args, grid, positions = target, self.args, self.grid, self.positions
+        driver = shared_driver()
+        driver.set_current_context(driver.primary_context(device))
+        stream = current_stream_of(library_of(args))(device)
+        module = self.definition.program.module  # translated before the compile threads start
 
-    ``target``: the GPU, its architecture and what the arguments allow the variants to
-    assume; ``load`` the dispatcher's memo of loaded variants.
-    """
-    device, arch, spec = target
-    driver = shared_driver()
-    driver.set_current_context(driver.primary_context(device))
-    stream = current_stream_of(library_of(args))(device)
-    positions = definition.positions
-    module = definition.program.module  # translated before the compile threads start
+        def load_variant(values: Mapping[str, int], compiled: CachedKernel) -> Candidate:
+            try:
+                loaded = load(Variant.of(values), spec, device, compiled)
+                loaded.load_on(device)
+            except (LaunchError, CudaError) as exc:
+                raise Unfit(str(exc)) from None
+            loaded.bind(args, self.arrays)  # a bad launch is refused as it would be untuned
+            tensors = compiled.contract.tensors
+            written = frozenset(positions[t.name] for t in tensors if t.written)
+            read = frozenset(positions[t.name] for t in tensors if t.read)
+            return Candidate(lambda: loaded.launch(grid, args, stream=stream), written, read)
 
-    def load_variant(values: Mapping[str, int], compiled: CachedKernel) -> Candidate:
-        try:
-            loaded = load(Variant.of(values), spec, device, compiled)
-            loaded.load_on(device)
-        except (LaunchError, CudaError) as exc:
-            raise Unfit(str(exc)) from None
-        loaded.bind(args, arrays)  # a bad launch is refused as it would be without tuning
-        tensors = compiled.contract.tensors
-        written = frozenset(positions[t.name] for t in tensors if t.written)
-        read = frozenset(positions[t.name] for t in tensors if t.read)
-        return Candidate(lambda: loaded.launch(grid, args, stream=stream), written, read)
+        compile_variant = partial(
+            compiler.compile_cached, module, self.definition.name, arch=arch, spec=spec
+        )
+        return self._problem(arch)(
+            args=list(args), compile=compile_variant, load=load_variant, timer=DeviceTimer(stream)
+        )
 
-    return _common(definition, state, arrays, fixed, key, arch)(
-        args=list(args),
-        compile=partial(compiler.compile_cached, module, definition.name, arch=arch, spec=spec),
-        load=load_variant,
-        timer=DeviceTimer(stream),
-    )
+    @property
+    def positions(self) -> dict[str, int]:
+        return self.definition.positions
+
+    def _problem(self, arch: str) -> partial[Problem]:
+        """``Problem`` with the parts that the host and the GPU share."""
+        definition, fixed = self.definition, self.fixed
+        extents, _ = definition.extents_and_dtypes(self.arrays)
+        variants: dict[Variant, dict[str, int]] = {}  # the space's, fixed applied, each once
+        for values in definition.space.variants():
+            variants.setdefault(Variant.of({**values, **fixed}), {**values, **fixed})
+        return partial(
+            Problem,
+            kernel=definition.name,
+            key=self.key,
+            variants=list(variants.values()),
+            default=definition.values_for(fixed),
+            arg_names=[p.name for p in definition.params],
+            reference=self.state.reference,
+            extents=extents,
+            exempt=frozenset({"NUM_THREADS", *fixed}),
+            describe=", ".join([*(f"{n}={v}" for n, v in extents.items()), arch]),
+        )

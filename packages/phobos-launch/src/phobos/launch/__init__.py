@@ -38,35 +38,13 @@ from phobos.launch.kernel import LoadedKernel, load_kernel
 from phobos.launch.native import SteadyState, steady_call
 from phobos.launch.streams import current_stream_of, library_of
 
+# fmt: off
 __all__ = [
-    "FORMAT_VERSION",
-    "HOST",
-    "ArgumentBinder",
-    "ArrayFields",
-    "Binding",
-    "ContractError",
-    "CudaDriver",
-    "CudaError",
-    "Driver",
-    "DriverNotFound",
-    "LaunchContract",
-    "LaunchError",
-    "LaunchWarning",
-    "LoadedKernel",
-    "SteadyState",
-    "alignment_of",
-    "array_library",
-    "current_stream_of",
-    "host_copy",
-    "host_view",
-    "index64_of",
-    "library_of",
-    "load_kernel",
-    "needs_index64",
-    "read_arguments",
-    "read_contract",
-    "shared_driver",
-    "specialization_of",
-    "steady_call",
-    "unit_stride_of",
+    "FORMAT_VERSION", "HOST", "ArgumentBinder", "ArrayFields", "Binding", "ContractError",
+    "CudaDriver", "CudaError", "Driver", "DriverNotFound", "LaunchContract", "LaunchError",
+    "LaunchWarning", "LoadedKernel", "SteadyState", "alignment_of", "array_library",
+    "current_stream_of", "host_copy", "host_view", "index64_of", "library_of", "load_kernel",
+    "needs_index64", "read_arguments", "read_contract", "shared_driver", "specialization_of",
+    "steady_call", "unit_stride_of",
 ]
+# fmt: on

@@ -192,20 +192,13 @@ def index64_of(fields: ArrayFields) -> bool:
 
 
 def specialization_of(args: Sequence[Any]) -> dict[int, dict[str, Any]]:
-    """Each GPU array argument's facts, keyed by its position.
-
-    ``{"align": bytes (a power of two up to 16), "unit_stride": bool, "dtype": str,
-    "rank": int}``.  Scalars are left out.
-    """
+    """Each GPU array argument's facts, keyed by its position: ``{"align": bytes (a power of
+    two up to 16), "unit_stride": bool, "dtype": str, "rank": int}``.  Scalars are left out."""
     return {
-        position: {
-            "align": alignment_of(f[0]),
-            "unit_stride": unit_stride_of(f),
-            "dtype": f[3],
-            "rank": len(f[1]),
-        }
-        for position, f in _read_gpu(args)
-    }
+        p: {"align": alignment_of(f[0]), "unit_stride": unit_stride_of(f), "dtype": f[3],
+            "rank": len(f[1])}
+        for p, f in _read_gpu(args)
+    }  # fmt: skip
 
 
 def needs_index64(args: Sequence[Any]) -> bool:
@@ -217,11 +210,10 @@ def _read_gpu(args: Sequence[Any]) -> list[tuple[int, ArrayFields]]:
     read = []
     for position, arg in enumerate(args):
         reader = reader_for(arg)
-        if reader is not None:
-            try:
-                read.append((position, reader(arg)))
-            except ArrayProtocolError as exc:
-                raise LaunchError(f"argument {position}: {exc}") from None
+        try:
+            read += [(position, reader(arg))] if reader else []
+        except ArrayProtocolError as exc:
+            raise LaunchError(f"argument {position}: {exc}") from None
     return read
 
 

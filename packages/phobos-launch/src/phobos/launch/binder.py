@@ -17,6 +17,7 @@ from enum import IntEnum
 from typing import Any
 
 from phobos.launch.arrays import (
+    HOST,
     INDEX32_LIMIT,
     ArrayFields,
     ArrayProtocolError,
@@ -27,18 +28,16 @@ from phobos.launch.arrays import (
 )
 from phobos.launch.contract import LaunchContract, ScalarParam, TensorParam
 from phobos.launch.dtypes import ITEMSIZE
-from phobos.launch.errors import CudaError, LaunchError
+from phobos.launch.errors import CudaError, DriverNotFound, LaunchError
 from phobos.launch.scalars import ScalarError, ScalarReader, fits, scalar_reader
 from phobos.launch.streams import current_stream_of, library_of
 
 
 class Source(IntEnum):
-    """Where a slot's value comes from (the first entry of each ``slot_sources`` row)."""
+    """Where a slot's value comes from (the first entry of each ``slot_sources`` row): a
+    tensor's data pointer, one of its strides, a named extent, a scalar argument."""
 
-    POINTER = 0  # a tensor's data pointer
-    STRIDE = 1  # one of a tensor's strides
-    EXTENT = 2  # a named extent
-    SCALAR = 3  # a scalar argument
+    POINTER, STRIDE, EXTENT, SCALAR = range(4)
 
 
 POINTER, STRIDE, EXTENT, SCALAR = Source
@@ -47,17 +46,8 @@ POINTER, STRIDE, EXTENT, SCALAR = Source
 class TensorCheck:
     """A tensor parameter with what each launch checks about it, precomputed."""
 
-    __slots__ = (
-        "align",
-        "assumed_align",
-        "dims",
-        "dtype",
-        "name",
-        "position",
-        "rank",
-        "unit_stride",
-        "written",
-    )
+    __slots__ = ("align", "assumed_align", "dims", "dtype", "name", "position", "rank",
+                 "unit_stride", "written")  # fmt: skip
 
     def __init__(self, param: TensorParam, position: int) -> None:
         self.name = param.name
@@ -150,27 +140,15 @@ class ArgumentBinder:
         dtypes, ranks, element alignment and extents, for ``check_read`` before any variant
         is chosen.  Nothing is assumed of alignment or strides, indices are 64-bit, and no
         tensor counts as written."""
-        tensors = tuple(
-            TensorParam(name, dtype, tuple(dims), False, 1, False)
-            for name, dtype, dims in params
-            if dims is not None
+        tensors = [
+            TensorParam(n, t, tuple(d), False, 1, False) for n, t, d in params if d is not None
+        ]
+        scalars = [ScalarParam(n, t) for n, t, d in params if d is None]
+        names = tuple(p[0] for p in params)
+        unlaunched = ("", "", 64, (1, 1, 1), 0, 0, {})  # entry, arch, index width, block, ...
+        return cls(
+            LaunchContract(kernel, *unlaunched, tuple(tensors), tuple(scalars), (), names), None
         )
-        scalars = tuple(ScalarParam(name, dtype) for name, dtype, dims in params if dims is None)
-        contract = LaunchContract(
-            kernel,
-            "",
-            "",
-            64,
-            (1, 1, 1),
-            0,
-            0,
-            {},
-            tensors,
-            scalars,
-            (),
-            tuple(p[0] for p in params),
-        )
-        return cls(contract, None)
 
     def strided_tensors(self) -> set[int]:
         """The tensors (by index in ``tensors``) whose strides some slot passes to the kernel."""
@@ -208,25 +186,7 @@ class ArgumentBinder:
         else:
             read = [arrays[check.position] for check in tensors]  # type: ignore[misc]
         extents = self.check(read)
-        device = None
-        first = None
-        producers = []
-        for check, fields in zip(tensors, read):
-            ptr, on, stream = fields[0], fields[4], fields[6]
-            if on is None and ptr:
-                on = self.device_of(check, ptr)
-            if on is not None:
-                if device is None:
-                    device, first = on, check
-                elif on != device:
-                    raise LaunchError(
-                        f"{self.kernel}: {check.name} is on GPU {on} but {first.name} is on GPU "
-                        f"{device}; pass all arrays on one GPU",
-                        check.name,
-                    )
-            if stream is not None:
-                producers.append(stream)
-
+        device, producers = self.devices(read)
         values = []
         for kind, a, b in self.slot_sources:
             if kind == POINTER:
@@ -239,16 +199,38 @@ class ArgumentBinder:
                 values.append(self.read_scalar(a, args[a]))
         return device, extents, values, producers
 
+    def devices(
+        self, arrays: Sequence[ArrayFields], pointer_device: Callable[[int], int] | None = None
+    ) -> tuple[int | None, list[int]]:
+        """The GPU the tensors' arrays are on (None with none), asking the driver about pointers
+        whose array does not say; and the CAI v3 streams they were made on."""
+        device = first = None
+        producers = []
+        for check, (ptr, _, _, _, on, _, stream) in zip(self.tensors, arrays):
+            if on is None and ptr:
+                on = self.device_of(check, ptr, pointer_device)
+            if on is not None and device is None:
+                device, first = on, check
+            elif on is not None and on != device:
+                raise LaunchError(
+                    f"{self.kernel}: {check.name} is on GPU {on} but {first.name} is on GPU "  # type: ignore[union-attr]
+                    f"{device}; pass all arrays on one GPU",
+                    check.name,
+                )
+            if stream is not None:
+                producers.append(stream)
+        return device, producers
+
     def check(self, arrays: Sequence[ArrayFields]) -> list[int]:
         """The checks that need no driver, on each tensor's fields (in ``tensors`` order): dtype,
         rank, alignment, writability, unit stride, named and literal extents, the index width.
         Returns the named extents."""
         for check, fields in zip(self.tensors, arrays):
-            ptr, shape, strides, dtype, _, readonly, _ = fields
+            ptr, shape, strides, dtype, on, readonly, _ = fields
             if (
                 dtype != check.dtype
                 or len(shape) != check.rank
-                or ptr % check.align
+                or (ptr % check.align and on != HOST)  # the interpreter minds no alignment
                 or (readonly and check.written)
                 or (check.unit_stride and strides[-1] != 1 and shape[-1] > 1)
             ):
@@ -304,15 +286,21 @@ class ArgumentBinder:
         except ScalarError as exc:
             raise LaunchError(f"{self.kernel}: {name}: {exc}", name) from None
 
-    def device_of(self, check: TensorCheck, ptr: int) -> int:
-        if self._pointer_device is None:
+    def device_of(
+        self, check: TensorCheck, ptr: int, pointer_device: Callable[[int], int] | None = None
+    ) -> int:
+        pointer_device = pointer_device or self._pointer_device
+        if pointer_device is None:
             return 0
         try:
-            return self._pointer_device(ptr)
+            return pointer_device(ptr)
+        except DriverNotFound:
+            raise
         except CudaError as exc:
             raise LaunchError(
                 f"{self.kernel}: {check.name}: its data pointer {ptr:#x} is not GPU memory the "
-                f"CUDA driver knows ({exc.name}); pass an array allocated on a GPU"
+                f"CUDA driver knows ({exc.name}); pass an array allocated on a GPU",
+                check.name,
             ) from None
 
     def _check_index32(self, extents: list[int], arrays: Sequence[ArrayFields]) -> None:

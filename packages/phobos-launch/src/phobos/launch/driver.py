@@ -165,6 +165,12 @@ class CudaDriver:
         if code:
             raise self.error(name, code)
 
+    def _get(self, kind: type, name: str, *args: object) -> int | float:
+        """The value a call writes through its first argument, a pointer to a ``kind``."""
+        out = kind()
+        self._call(name, byref(out), *args)
+        return out.value or 0
+
     def error(self, call: str, code: int, detail: str = "") -> CudaError:
         """The ``CudaError`` for ``code`` returned by ``call``, with the driver's words for it."""
         name = c_char_p()
@@ -177,16 +183,12 @@ class CudaDriver:
         return CudaError(call, code, (name.value or b"CUDA_ERROR_%d" % code).decode(), message)
 
     def driver_version(self) -> int:
-        version = c_int()
-        self._call("cuDriverGetVersion", byref(version))
-        return version.value
+        return self._get(c_int, "cuDriverGetVersion")
 
     def primary_context(self, device: int) -> int:
-        handle = c_int()
-        self._call("cuDeviceGet", byref(handle), device)
-        context = c_void_p()
-        self._call("cuDevicePrimaryCtxRetain", byref(context), handle.value)
-        return context.value or 0
+        return self._get(
+            c_void_p, "cuDevicePrimaryCtxRetain", self._get(c_int, "cuDeviceGet", device)
+        )
 
     def current_context(self) -> int:
         """The calling thread's current context (0 for none); asked on every launch, so lean."""
@@ -204,9 +206,7 @@ class CudaDriver:
         self._call("cuCtxSetCurrent", context or None)
 
     def _device_attribute(self, device: int, attribute: int) -> int:
-        value = c_int()
-        self._call("cuDeviceGetAttribute", byref(value), attribute, device)
-        return value.value
+        return self._get(c_int, "cuDeviceGetAttribute", attribute, device)
 
     def compute_capability(self, device: int) -> tuple[int, int]:
         return (
@@ -219,10 +219,8 @@ class CudaDriver:
 
     def device_name(self, device: int) -> str:
         """The GPU's marketing name ("NVIDIA H200"): chips of one architecture differ in speed."""
-        handle = c_int()
-        self._call("cuDeviceGet", byref(handle), device)
         name = ctypes.create_string_buffer(256)
-        self._call("cuDeviceGetName", name, len(name), handle.value)
+        self._call("cuDeviceGetName", name, len(name), self._get(c_int, "cuDeviceGet", device))
         return name.value.decode(errors="replace")
 
     def load_module(self, image: bytes) -> int:
@@ -240,27 +238,19 @@ class CudaDriver:
         return module.value or 0
 
     def get_function(self, module: int, name: str) -> int:
-        function = c_void_p()
-        self._call("cuModuleGetFunction", byref(function), module, name.encode())
-        return function.value or 0
+        return self._get(c_void_p, "cuModuleGetFunction", module, name.encode())
 
     def max_threads_per_block(self, function: int) -> int:
-        value = c_int()
-        self._call("cuFuncGetAttribute", byref(value), _FUNC_ATTR_MAX_THREADS_PER_BLOCK, function)
-        return value.value
+        return self._get(c_int, "cuFuncGetAttribute", _FUNC_ATTR_MAX_THREADS_PER_BLOCK, function)
 
     def set_max_dynamic_shared_memory(self, function: int, nbytes: int) -> None:
         self._call("cuFuncSetAttribute", function, _FUNC_ATTR_MAX_DYNAMIC_SHARED_SIZE_BYTES, nbytes)
 
     def pointer_device(self, pointer: int) -> int:
-        ordinal = c_int()
-        self._call("cuPointerGetAttribute", byref(ordinal), POINTER_ATTR_DEVICE_ORDINAL, pointer)
-        return ordinal.value
+        return self._get(c_int, "cuPointerGetAttribute", POINTER_ATTR_DEVICE_ORDINAL, pointer)
 
     def create_event(self, timed: bool = False) -> int:
-        event = c_void_p()
-        self._call("cuEventCreate", byref(event), 0 if timed else _EVENT_DISABLE_TIMING)
-        return event.value or 0
+        return self._get(c_void_p, "cuEventCreate", 0 if timed else _EVENT_DISABLE_TIMING)
 
     def record_event(self, event: int, stream: int) -> None:
         self._call("cuEventRecord", event, stream or None)
@@ -274,9 +264,7 @@ class CudaDriver:
     # Timing (phobos-autotune), in the current context.
 
     def current_device(self) -> int:
-        device = c_int()
-        self._call("cuCtxGetDevice", byref(device))
-        return device.value
+        return self._get(c_int, "cuCtxGetDevice")
 
     def l2_cache_bytes(self, device: int) -> int:
         return self._device_attribute(device, _ATTR_L2_CACHE_SIZE)
@@ -284,9 +272,7 @@ class CudaDriver:
     def elapsed_ms(self, start: int, end: int) -> float:
         """The time between two timed events, once ``end`` has happened (it waits for it)."""
         self._call("cuEventSynchronize", end)
-        ms = c_float()
-        self._call("cuEventElapsedTime", byref(ms), start, end)
-        return ms.value
+        return self._get(c_float, "cuEventElapsedTime", start, end)
 
     def destroy_event(self, event: int) -> None:
         self._call("cuEventDestroy_v2", event)
@@ -295,9 +281,7 @@ class CudaDriver:
         self._call("cuStreamSynchronize", stream or None)
 
     def allocate(self, nbytes: int) -> int:
-        pointer = c_uint64()
-        self._call("cuMemAlloc_v2", byref(pointer), nbytes)
-        return pointer.value
+        return self._get(c_uint64, "cuMemAlloc_v2", nbytes)
 
     def free(self, pointer: int) -> None:
         self._call("cuMemFree_v2", pointer)

@@ -14,10 +14,8 @@ quickly a good launch goes, never what a bad one says.
 
 It does not ask the driver which context is current: a launch of a function loaded
 in a context that is not current is refused (``CUDA_ERROR_INVALID_HANDLE``), and
-the caller then makes the right context current and launches again.  The source of
-each is kept as its ``source`` attribute (for saxpy on torch tensors: the class and
-``dtype`` of each tensor compared by identity, ``data_ptr()``, ``get_device()`` and
-``is_contiguous()``, the extents compared, the grid and stream read, ``WRITE(...)``).
+the caller then makes the right context current and launches again.  Each keeps its
+source as its ``source`` attribute.
 """
 
 from __future__ import annotations
@@ -32,7 +30,7 @@ from phobos.launch.dtypes import from_typestr
 from phobos.launch.errors import LaunchError
 from phobos.launch.grid import MAX_GRID
 from phobos.launch.streams import LEGACY_DEFAULT_STREAM
-from phobos.launch.table import Exact, FastLaunch, LaunchTable, LaunchTarget, Read
+from phobos.launch.table import Exact, FastLaunch, LaunchTable, Read
 
 # What reading or packing may raise on arguments that the reference binder then explains
 # (a scalar reader's LaunchError too: the reference path raises it where the caller sees it).
@@ -41,9 +39,9 @@ RETRY_SLOWLY = (struct.error, OverflowError, ArrayProtocolError, KeyError, Launc
 _EXACT = {Exact.FLOAT: "float", Exact.INT: "int", Exact.BOOL: "bool"}
 
 
-def compile_fast_launch(table: LaunchTable, target: LaunchTarget, name: str) -> FastLaunch:
-    """The generated-Python fast path made from ``table`` (for kernel ``name``) on ``target``."""
-    block = target.block
+def compile_fast_launch(table: LaunchTable, name: str) -> FastLaunch:
+    """The generated-Python fast path made from ``table`` (for kernel ``name``)."""
+    block = table.block
     namespace: dict[str, object] = {
         "LIMIT": INDEX32_LIMIT,
         "RETRY": RETRY_SLOWLY,
@@ -53,12 +51,12 @@ def compile_fast_launch(table: LaunchTable, target: LaunchTarget, name: str) -> 
         "CURRENT": table.current_stream,
         "HANDLE": table.stream_handle,
         "WRITE": block.write,
-        "LAUNCH": target.launch,
+        "LAUNCH": table.launch_function,
         "CONFIG": block.config,
-        "FUNCTION": target.function,
+        "FUNCTION": table.function_handle,
         "PARAMS": block.kernel_params,
         "READ_CAI": read_cai,
-        "DEVICE": target.pointer_device,
+        "DEVICE": table.pointer_device,
     }
     device = table.device
     params = [f"a{i}" for i in range(table.nargs)]

@@ -4,12 +4,12 @@
 context (the one torch and CuPy use, so the kernel runs beside them) the first time
 the kernel is launched on that device, or at once when ``device=`` is given.
 
-A launch first tries ``try_launch``, the fast path made for the call signature,
-GPU and thread of an earlier good launch (native.py in C where a C compiler is at hand,
-else fastpath.py's generated Python).  When that cannot take the
-arguments, ``launch`` binds them with the reference binder (which explains anything
-wrong), makes the kernel's context current if another one is, launches, and
-compiles the fast path for next time.
+A launch first tries ``try_launch``, the fast path made for the call signature, GPU
+and thread of an earlier good launch (native.py in C where a C compiler is at hand, else
+fastpath.py's generated Python, both from one table.py table).  When that cannot take
+the arguments, ``launch`` binds them with the reference binder (which explains anything
+wrong), makes the kernel's context current if another one is, launches, and makes the
+fast path for next time.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from phobos.launch.grid import Grid, call_grid, grid_dims
 from phobos.launch.native import native_launch
 from phobos.launch.params import LaunchBlock
 from phobos.launch.streams import StreamOrdering, stream_handle
-from phobos.launch.table import FastLaunch, LaunchTarget, launch_table
+from phobos.launch.table import FastLaunch, launch_table
 
 _DEFAULT_DYNAMIC_SMEM = 48 * 1024  # above this a kernel must opt in (cuFuncSetAttribute)
 
@@ -199,70 +199,46 @@ class LoadedKernel:
                 driver.set_current_context(previous)
 
     def _use_fast_path(
-        self,
-        plan: Plan,
-        args: Sequence[Any],
-        device: int,
-        on_device: _OnDevice,
-        block: LaunchBlock,
+        self, plan: Plan, args: Sequence[Any], device: int, on_device: _OnDevice, block: LaunchBlock
     ) -> None:
         """Make this signature's fast path (made once) the next launch's first try."""
         thread = threading.get_ident()
-        types = tuple(map(type, args))
-        key = (types, device, thread)
-        if key in self._fast_paths:
-            fast = self._fast_paths[key]
-        else:
-            fast = self._fast_path(plan, types, self._target(device, on_device, block), None)
-            self._fast_paths[key] = fast
+        key = (tuple(map(type, args)), device, thread)
+        if key not in self._fast_paths:
+            self._fast_paths[key] = self._fast_path(plan, key[0], device, on_device, block)
+        fast = self._fast_paths[key]
         if fast is not None:
-            self._fast_by_thread[thread] = fast
-            self.try_launch = fast
+            self._fast_by_thread[thread] = self.try_launch = fast
 
     def fast_path(
         self, args: Sequence[Any], device: int = 0, native: bool | None = None
     ) -> FastLaunch | None:
         """A fresh fast path for this thread's launches of ``args``'s signature on ``device``
         (``native``: only the C one; False: only the generated Python; None: as a launch
-        makes it), or None where there is none; for tests and measurements (a launch makes
-        and keeps its own).  ``args`` give the signature; they need not fit."""
+        makes it), or None; for tests and measurements (a launch makes and keeps its own)."""
         plan = self._binder.plan(args)
         with contextlib.suppress(LaunchError):
             self._binder.bind(args, plan)  # what a launch reads before it makes one
-        target = self._target(device, self._loaded(device), self._block())
-        return self._fast_path(plan, tuple(map(type, args)), target, native)
+        types = tuple(map(type, args))
+        return self._fast_path(plan, types, device, self._loaded(device), self._block(), native)
 
     def _fast_path(
-        self, plan: Plan, types: tuple[type, ...], target: LaunchTarget, native: bool | None
+        self,
+        plan: Plan,
+        types: tuple[type, ...],
+        device: int,
+        on_device: _OnDevice,
+        block: LaunchBlock,
+        native: bool | None = None,
     ) -> FastLaunch | None:
-        table = launch_table(self._binder, plan, types, target)
-        if table is None:
-            return None
-        fast = None if native is False else native_launch(table)
-        if fast is None and native is not True:
-            fast = compile_fast_launch(table, target, self.name)
+        table = launch_table(
+            self._binder, plan, types, device, on_device.handle, block, self.driver,
+            self._try_other_thread,
+        )  # fmt: skip
+        fast = None if table is None or native is False else native_launch(table)
+        if table is not None and fast is None and native is not True:
+            fast = compile_fast_launch(table, self.name)
         return fast
-
-    def _target(self, device: int, on_device: _OnDevice, block: LaunchBlock) -> LaunchTarget:
-        return LaunchTarget(
-            device=device,
-            function=on_device.handle,
-            launch=self.driver.launch,
-            launch_entry=getattr(self.driver, "launch_entry", None),
-            pointer_entry=getattr(self.driver, "pointer_attribute_entry", None),
-            pointer_device=self._ordinal,
-            block=block,
-            owner=threading.get_ident(),
-            other_thread=self._try_other_thread,
-            meta=dict(self.contract.values),
-        )
-
-    def _ordinal(self, pointer: int) -> int:
-        """The GPU of ``pointer``, or -1 when the driver does not know it."""
-        try:
-            return self.driver.pointer_device(pointer)
-        except CudaError:
-            return -1
 
     def _try_other_thread(self, grid: Grid, args: Sequence[Any], stream: Any) -> int | None:
         """``try_launch`` from a thread other than the one whose fast path it is."""

@@ -1,16 +1,12 @@
 """The native fast path: ``native_fast_launch.c`` built on first use, one ``FastLaunch`` per signature.
 
 The generated Python of fastpath.py leaves the interpreter between every array
-accessor and ctypes between the launch and the driver; together they cost more
-than the driver's own launch.  This module compiles a small C extension once per
-machine and Python (with the C compiler Python was built with, the way Triton
-builds its launcher), keeps it under the Phobos cache folder, and makes one
-``FastLaunch`` per call signature, GPU and thread: torch tensors read through their
-accessors, other arrays through ``__cuda_array_interface__`` (the driver asked from
-C which GPU holds each pointer), and scalars.  It is made from the same ``LaunchTable``
-as the generated Python (table.py; the C struct is declared by ``table.c_header()``,
-written beside the source when it is compiled), makes every check it makes and writes
-the same launch block.
+accessor and ctypes between the launch and the driver; together they cost more than
+the driver's own launch.  This module compiles a small C extension once per machine
+and Python (with the C compiler Python was built with, the way Triton builds its
+launcher), keeps it under the Phobos cache folder, and makes one ``FastLaunch`` per
+call signature, GPU and thread from the same ``LaunchTable`` as the generated Python
+(table.py; ``table.c_header()`` declares the C struct, written where it is compiled).
 
 Where it cannot be used (no C compiler or Python headers, a driver without C entry
 points such as a test's fake made without them, ``PHOBOS_NATIVE_LAUNCH=0``) the

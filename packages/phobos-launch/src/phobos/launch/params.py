@@ -65,11 +65,6 @@ class LaunchBlock:
         """Write one launch: grid ``(x, y, z)``, the stream handle and the slot values."""
         self.write(*grid, *self.cta, self.dynamic_smem, stream, *values)
 
-    def launch_config(self) -> tuple[tuple[int, int, int], tuple[int, int, int], int, int]:
-        """(grid, CTA, dynamic shared memory, stream) as last written."""
-        gx, gy, gz, bx, by, bz, smem, stream = struct.unpack_from("<" + CONFIG_FORMAT, self._buffer)
-        return (gx, gy, gz), (bx, by, bz), smem, stream
-
     def __bytes__(self) -> bytes:
         """The parameter values as last written (what the kernel reads)."""
         return ctypes.string_at(ctypes.addressof(self._buffer) + CONFIG_SIZE, self.size)
