@@ -11,7 +11,20 @@ arrays with ``__cuda_array_interface__`` (torch, CuPy, Numba)::
 Depends on nothing but the standard library.  See docs/launching.md.
 """
 
-from phobos.launch.binder import Binding
+from phobos.launch.arrays import (
+    HOST,
+    ArrayFields,
+    alignment_of,
+    array_library,
+    host_copy,
+    host_view,
+    index64_of,
+    needs_index64,
+    read_arguments,
+    specialization_of,
+    unit_stride_of,
+)
+from phobos.launch.binder import ArgumentBinder, Binding
 from phobos.launch.contract import FORMAT_VERSION, LaunchContract, read_contract
 from phobos.launch.driver import CudaDriver, Driver, shared_driver
 from phobos.launch.errors import (
@@ -22,24 +35,16 @@ from phobos.launch.errors import (
     LaunchWarning,
 )
 from phobos.launch.kernel import LoadedKernel, load_kernel
-from phobos.launch.specialization import alignment_of, needs_index64, specialization_of
+from phobos.launch.native import SteadyState, steady_call
+from phobos.launch.streams import current_stream_of, library_of
 
+# fmt: off
 __all__ = [
-    "FORMAT_VERSION",
-    "Binding",
-    "ContractError",
-    "CudaDriver",
-    "CudaError",
-    "Driver",
-    "DriverNotFound",
-    "LaunchContract",
-    "LaunchError",
-    "LaunchWarning",
-    "LoadedKernel",
-    "alignment_of",
-    "load_kernel",
-    "needs_index64",
-    "read_contract",
-    "shared_driver",
-    "specialization_of",
+    "FORMAT_VERSION", "HOST", "ArgumentBinder", "ArrayFields", "Binding", "ContractError",
+    "CudaDriver", "CudaError", "Driver", "DriverNotFound", "LaunchContract", "LaunchError",
+    "LaunchWarning", "LoadedKernel", "SteadyState", "alignment_of", "array_library",
+    "current_stream_of", "host_copy", "host_view", "index64_of", "library_of", "load_kernel",
+    "needs_index64", "read_arguments", "read_contract", "shared_driver", "specialization_of",
+    "steady_call", "unit_stride_of",
 ]
+# fmt: on
