@@ -12,6 +12,7 @@ A decorated function is read with ``ast``, never run; see docs/writing-kernels.m
 """
 
 from phobos.compile.diagnostics import PhobosError
+from phobos.lang import _conflict  # noqa: F401  (raises NamespaceConflict if phobos/__init__.py exists)
 from phobos.lang.kernel import Kernel, autotune, func, kernel
 from phobos.lang.names import (
     OutsideKernelError,
