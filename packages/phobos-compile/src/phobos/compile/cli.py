@@ -28,6 +28,10 @@ NEEDS_ARCH = ("gpuir", "cuda", "ptx")  # and -o: code generated for one card
 BACK_END_HINT = "pip install 'phobos-compile[cuda]'"
 
 
+class CommandError(Exception):
+    """A command that cannot be carried out as given: one error line."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     options = parser.parse_args(argv)
@@ -53,7 +57,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(options: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     try:
         _run(options, parser)
-    except (PhobosError, ToolchainError, OSError, UnicodeDecodeError, ModuleNotFoundError) as exc:
+    except (
+        PhobosError,
+        ToolchainError,
+        CommandError,
+        OSError,
+        UnicodeDecodeError,
+        ModuleNotFoundError,
+    ) as exc:
         if os.environ.get("PHOBOS_DEBUG") == "1":
             raise
         print(_cli.paint(_describe(exc, options.file)), file=sys.stderr)
@@ -139,6 +150,8 @@ def _run(options: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
         sys.stdout.write(format_module(module))
         return
     names = [k.name for k in module.kernels]
+    if not names:
+        raise CommandError(f"{options.file} has no kernel to compile")
     if options.kernel is not None:
         if options.kernel not in names:
             parser.error(
@@ -207,7 +220,7 @@ def _open_cache():
     try:
         return Cache()
     except ValueError as exc:  # a bad $PHOBOS_CACHE_MAX_BYTES, say
-        raise ToolchainError(f"--cache: {exc}") from None
+        raise CommandError(f"--cache: {exc}") from None
 
 
 def _emit(text: str) -> None:
@@ -233,7 +246,7 @@ def _describe(exc: Exception, file: Path) -> str:
                 f"{exc.name.split('.')[0]}: {BACK_END_HINT}"
             )
         raise exc
-    if isinstance(exc, ToolchainError):
+    if isinstance(exc, (ToolchainError, CommandError)):
         return f"{PROG}: error: {exc}"
     return str(exc)
 
