@@ -140,7 +140,6 @@ def _run(options: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
     # Imported here so that `phobos-compile --help` answers at once.
     from phobos.compile import pipeline
     from phobos.compile.check import lower
-    from phobos.compile.gpu.printer import format_kernel as format_gpu_kernel
     from phobos.compile.ir import format_kernel
     from phobos.compile.races import check_races
     from phobos.compile.syntax import format_module
@@ -171,6 +170,8 @@ def _run(options: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
             continue
         spec = pipeline.default_specialization(module, name, options.index_width)
         if options.emit in ("gpuir", "cuda"):
+            from phobos.compile.gpu.printer import format_kernel as format_gpu_kernel
+
             _, generated = pipeline.generate_kernel(
                 module, name, values, arch=options.arch, spec=spec
             )
