@@ -30,6 +30,8 @@ kernel saxpy(x: tensor<f32>[N], y: tensor<f32>[N], out: tensor<f32>[N], alpha: f
 """
 
 SAXPY_PY = """\
+from __future__ import annotations
+
 import numpy as np
 
 import phobos.lang as ph
