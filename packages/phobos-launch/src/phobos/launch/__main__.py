@@ -35,21 +35,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _report() -> int:
     from phobos.launch.driver import shared_driver
     from phobos.launch.errors import CudaError, DriverNotFound
+    from phobos.launch.native import native_status
 
     try:
         driver = shared_driver()
         version = driver.driver_version()
-    except DriverNotFound as exc:
-        print(f"CUDA driver: none ({exc})")
+    except (DriverNotFound, CudaError) as exc:
+        found = "none" if isinstance(exc, DriverNotFound) else "found, but it cannot be used"
+        print(f"CUDA driver: {found} ({exc})")
         print("launches: numpy arrays run in the CPU interpreter; GPU arrays cannot launch here")
-        print("native launch path: not used without a driver")
+        status = native_status().removeprefix("the native launch path is ")
+        print(f"native launch path: {status}; unused here without a driver")
         return 1
-    except CudaError as exc:
-        print(f"CUDA driver: found, but it cannot be used ({exc})")
-        print("launches: numpy arrays run in the CPU interpreter; GPU arrays cannot launch here")
-        print("native launch path: not used without a usable driver")
-        return 1
-    from phobos.launch.native import native_status
 
     print(f"CUDA driver: {version // 1000}.{version % 1000 // 10} ({version})")
     try:
