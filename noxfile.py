@@ -1,10 +1,11 @@
 """Project tasks (run them with ``python3 dev.py TASK``, which brings nox; see README.md).
 
-nox -s demo      the saxpy example (CPU interpreter unless a GPU is there): no CUDA wheels
+nox -s demo      the saxpy example (CPU interpreter unless a GPU is there): numpy alone, the sources
 nox -s tests     every CPU test; compiles every example with NVRTC, so it installs the CUDA wheels
 nox -s quick     a quick subset of the tests: no CUDA wheels, no compiling for a GPU
 nox -s packages  sdists and wheels with `python -m build`; each wheel alone in a fresh venv
-nox -s docs      the site (mkdocs + the API reference), then headless Chromium opens every page
+nox -s docs      the site (mkdocs, the API reference, tutorial pages), then headless Chromium opens
+                 every page; mkdocs, matplotlib, numpy, libcst and the sources: no CUDA wheels
 nox -s lint      ruff
 """
 
@@ -42,7 +43,7 @@ DOCS_TOOLS = ["mkdocs>=1.6", "mkdocstrings[python]>=0.26", "matplotlib>=3.7", "r
 QUICK = [
     "tests/test_packaging.py",
     "tests/test_cli_bad_input.py",
-    "tests/test_docs_code.py",
+    "tests/test_bench_figures.py",
     "packages/phobos-frontend",
     "packages/ph2py",
     "packages/phobos-cache",
@@ -92,7 +93,7 @@ def quick(session: nox.Session) -> None:
     """A quick subset of the tests, without the CUDA wheels."""
     _install(session, [*LIGHT[:-1], ".[progress]"])
     session.install(*TEST_TOOLS)
-    session.run("pytest", "-n", "2", *(session.posargs or QUICK), env={"PHOBOS_QUICK": "1"})
+    session.run("pytest", "-n", "2", *(session.posargs or QUICK))
 
 
 @nox.session
