@@ -55,7 +55,7 @@ QUICK = [
 
 def _install(session: nox.Session, paths: list[str]) -> None:
     """Editable installs of the packages, built in one go (no isolated build per package)."""
-    session.install("hatchling>=1.21")
+    session.install("hatchling>=1.21", "editables>=0.5")  # hatchling builds editables with it
     args: list[str] = ["--no-build-isolation"]
     for path in paths:
         args += ["-e", path]
