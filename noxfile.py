@@ -36,7 +36,13 @@ LIGHT = [
     ".",
 ]
 WITH_CUDA = ["packages/phobos-compile[cuda,interp]", *LIGHT[1:-1], ".[progress]"]
-TEST_TOOLS = ["pytest>=8", "hypothesis>=6", "pytest-xdist>=3", "ml_dtypes>=0.4"]
+TEST_TOOLS = [
+    "pytest>=8",
+    "hypothesis>=6",
+    "pytest-xdist>=3",
+    "ml_dtypes>=0.4",
+    "jsonschema>=4.18",  # tests/test_contract_schema.py
+]
 DOCS_TOOLS = ["mkdocs>=1.6", "mkdocstrings[python]>=0.26", "matplotlib>=3.7", "ruff>=0.6"]
 
 # The quick subset: no test that compiles for a GPU (those need the CUDA wheels).

@@ -80,7 +80,16 @@ SMOKE: dict[str, tuple[str, list[list[str]]]] = {
     ),
     "phobos_launch": (
         "phobos/launch",
-        [["python", "-m", "phobos.launch", "--version"], ["python", "-m", "phobos.launch"]],
+        [
+            ["python", "-m", "phobos.launch", "--version"],
+            ["python", "-m", "phobos.launch"],
+            [
+                "python",
+                "-c",
+                "import json; from importlib import resources; json.loads(resources.files("
+                "'phobos.launch').joinpath('contract.schema.json').read_text())",
+            ],
+        ],
     ),
     "phobos_cache": (
         "phobos/cache",
