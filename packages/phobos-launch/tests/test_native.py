@@ -15,7 +15,7 @@ import tracemalloc
 
 import pytest
 
-from phobos.launch import LaunchError, load_kernel
+from phobos.launch import CudaError, DriverNotFound, LaunchError, load_kernel, shared_driver
 from phobos.launch import native as native_module
 from phobos.launch.native import HEADER, SOURCE, build_extension, native_status
 from phobos.launch.table import LaunchTable, c_header
@@ -237,11 +237,30 @@ def test_the_c_source_compiles_without_warnings(tmp_path):
 
 
 def test_the_module_says_whether_the_native_path_is_on():
-    done = subprocess.run(
-        [sys.executable, "-m", "phobos.launch"], capture_output=True, text=True, check=True
-    )
-    assert done.stdout.startswith("the native launch path is ") and not done.stderr
-    assert ("is on" in done.stdout) == (native_module.native_module() is not None)
+    """``python -m phobos.launch``: the driver first; the native path only where it is used."""
+    done = subprocess.run([sys.executable, "-m", "phobos.launch"], capture_output=True, text=True)
+    assert not done.stderr
+    try:
+        shared_driver()
+    except (DriverNotFound, CudaError):
+        assert done.returncode == 1
+        assert done.stdout.startswith("CUDA driver: ")
+        assert "unused here without a driver" in done.stdout.splitlines()[-1]
+        return
+    assert done.returncode == 0
+    on = native_module.native_module() is not None
+    assert ("native launch path: on" in done.stdout) == on
+
+
+def test_the_module_has_help_and_a_version():
+    for flag, start in (
+        ("--help", "usage: python -m phobos.launch"),
+        ("--version", "phobos-launch "),
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "phobos.launch", flag], capture_output=True, text=True
+        )
+        assert done.returncode == 0 and done.stdout.startswith(start), done
 
 
 def cai_saxpy(**changes):

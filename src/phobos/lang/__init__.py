@@ -12,9 +12,9 @@ A decorated function is read with ``ast``, never run; see docs/writing-kernels.m
 """
 
 from phobos.compile import PhobosError
-from phobos.lang import names
+from phobos.lang import _conflict  # noqa: F401  (raises NamespaceConflict if phobos/__init__.py exists)
 from phobos.lang.kernel import Kernel, autotune, func, kernel
 from phobos.lang.names import *  # noqa: F403 (the language's names, names.__all__)
+from phobos.lang.names import __all__ as _names
 
-__all__ = ["Kernel", "PhobosError", "autotune", "func", "kernel"]
-__all__ += names.__all__
+__all__ = ["Kernel", "PhobosError", "autotune", "func", "kernel", *_names]

@@ -10,6 +10,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from phobos.compile import _conflict  # noqa: F401  (raises NamespaceConflict if phobos/__init__.py exists)
+
 _EXPORTS = {
     "parse": "phobos.compile.syntax",
     "format_module": "phobos.compile.syntax",

@@ -11,6 +11,7 @@ arrays with ``__cuda_array_interface__`` (torch, CuPy, Numba)::
 Depends on nothing but the standard library.  See docs/launching.md.
 """
 
+from phobos.launch import _conflict  # noqa: F401  (raises NamespaceConflict if phobos/__init__.py exists)
 from phobos.launch.arrays import (
     HOST,
     ArrayFields,
