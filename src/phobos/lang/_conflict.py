@@ -10,6 +10,7 @@ packages share no code, so each has this file; a test checks that the copies are
 from __future__ import annotations
 
 import sys
+from importlib import metadata
 
 
 class NamespaceConflict(ImportError):
@@ -42,8 +43,6 @@ def conflict_message(init: str) -> str:
 def _owner() -> str | None:
     """'NAME VERSION' of the installed distribution that lists ``phobos/__init__.py``."""
     try:
-        from importlib import metadata
-
         for dist in metadata.distributions():
             if any(str(f).replace("\\", "/") == "phobos/__init__.py" for f in dist.files or ()):
                 return f"{dist.metadata['Name']} {dist.version}"
