@@ -19,6 +19,7 @@ from phobos.compile.interp import run as interpret
 from phobos.compile.pipeline import parse_file
 
 from .conftest import (
+    Executor,
     build_text,
     build_until,
     execute,
@@ -600,6 +601,68 @@ def test_a_row_of_a_2d_tensor_keeps_its_run_time_alignment_test():
     """Another axis's stride could move a row off 16 bytes: vectors, but tested."""
     gpu = build_text(SOFTMAX, "softmax", ROWS=4, BLOCK_N=1024)
     assert all(op.vector == 4 and not op.aligned for op in ops(gpu, (ir.Load, ir.Store)))
+
+
+class AlignmentChecking(Executor):
+    """The executor, checking what vectorize claims of each access as it runs: a vector
+    access only where the last axis has unit stride, and ``aligned`` only where every
+    vector's first element is on a multiple of the vector (in elements from the base)."""
+
+    checked = 0
+
+    def _claims(self, op, starts) -> None:
+        storage = self.storage[op.tensor]
+        strides = [s // storage.itemsize for s in storage.strides]
+        if op.vector > 1:
+            assert self.kernel.unit_stride[op.tensor] and strides[-1] == 1
+        if op.aligned:
+            offset = sum(int(start) * stride for start, stride in zip(starts, strides))
+            assert offset % op.vector == 0, (op.tensor, [int(s) for s in starts], op.vector)
+            AlignmentChecking.checked += 1
+
+    def _Load(self, op, args, env):
+        self._claims(op, args[: len(op.lengths)])
+        return super()._Load(op, args, env)
+
+    def _Store(self, op, args, env):
+        self._claims(op, args[: len(op.lengths)])
+        return super()._Store(op, args, env)
+
+
+@pytest.mark.usefixtures("memoised_layouts")
+@pytest.mark.parametrize(
+    "kernel", ["saxpy", "vector_add", "layer_norm_forward", "layer_norm_backward_dwdb"]
+)
+def test_vectorize_claims_hold_at_run_time(kernel):
+    from phobos.compile.check import lower, tune_space
+
+    from .test_executor_matches_interpreter import GRIDS, KERNELS, MODULES
+
+    module = MODULES[KERNELS[kernel]]
+    before = AlignmentChecking.checked
+    for values in tune_space(module, kernel).variants()[::2]:
+        tile = lower(module, kernel, values)
+        gpu = build_until(tile, "all")
+        args, grid = GRIDS[kernel](values, np.random.default_rng(2))
+        runner = AlignmentChecking(gpu, args)
+        runner.run(grid)
+    assert AlignmentChecking.checked > before  # some aligned access ran
+
+
+def test_a_window_off_the_vector_is_not_claimed_aligned():
+    text = """
+kernel off(x: tensor<f32>[N], out: tensor<f32>[N]) {
+    let base = ctx.block.x * 256 + 1
+    out[base :+ 256] = x[base :+ 256] * 2.0
+}
+"""
+    gpu = build_text(text, "off")
+    accesses = ops(gpu, (ir.Load, ir.Store))
+    assert accesses and not any(op.aligned for op in accesses)
+    x = np.arange(600, dtype=np.float32)
+    out = np.zeros(600, np.float32)
+    AlignmentChecking(gpu, [x, out]).run((2,))
+    np.testing.assert_array_equal(out[1:513], 2 * x[1:513])
 
 
 # ---------------------------------------------------------------------------- the k-loop
