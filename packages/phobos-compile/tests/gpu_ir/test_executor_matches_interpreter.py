@@ -232,7 +232,8 @@ GRIDS: dict[str, Callable[[dict[str, int], np.random.Generator], Case]] = {
 # ---------------------------------------------------------------------------- the variants
 
 # Variants the back end gets wrong today (strict: each fails until it is fixed, then the
-# mark must go).  See test_conversions.py for the minimal reproduction.
+# mark must go).  test_passes.py::test_a_permute_only_where_the_renaming_is_the_same_in_every_thread
+# is the minimal reproduction.
 PERMUTE_BUG = (
     "gpu back end: conversions.same_threads takes a Convert whose register renaming "
     "differs between threads for a Permute (emit and executor rename by thread 0's map)"
