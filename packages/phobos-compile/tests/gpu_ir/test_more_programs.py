@@ -226,6 +226,20 @@ kernel loops(x: tensor<f32>[N], out: tensor<f32>[N], n: i32) {
 }""",
         lambda r: ([normal(r, (1000,)), nan(1000), np.int32(4)], (1,)),
     ),
+    # A window whose start the loop computes, past the tensor's end in the last iteration:
+    # the absent lanes the loop carries out are skipped by the store (lowering folds the
+    # window's bounds into the carried mask).
+    "loop_window_past_the_end": (
+        """
+kernel lw(x: tensor<f32>[N], out: tensor<f32>[N], n: i32) {
+    var acc = zeros<f32>[256]
+    for i in 0 .. n {
+        acc -= x[i * 256 :+ 256]
+    }
+    out[0 :+ 256] = acc
+}""",
+        lambda r: ([normal(r, (1000,)), nan(1000), np.int32(4)], (1,)),
+    ),
     "early_return": (
         """
 kernel er(x: tensor<f32>[N], out: tensor<f32>[N]) {
