@@ -1,24 +1,17 @@
 """Helpers of the GPU back end's CPU tests: lowering inline ``.ph`` text, running the passes in
-``pipeline.py``'s order up to any of them, executing GPU IR next to the interpreter.
+``pipeline.PASSES``'s order up to any of them (the verifier after each, as ``pipeline.build``
+runs it), executing GPU IR next to the interpreter.
 
-Two things here stand in for the back end, and each says why:
-
-* ``execute`` runs ``executor.Executor`` with one op's handler fixed: the executor's
-  ``_ReduceRegisters`` unpacks ``(x,) = args`` and so fails on a masked reduction (two
-  operands), which every row kernel with absent lanes has.  The shim applies the mask
-  and hands the op on unmasked (the same arithmetic); everything else is the executor's.
-  ``test_executor_hazards.py::test_executor_runs_a_masked_register_reduction`` is the
-  strict xfail that fails once the executor is fixed, saying to drop the shim.
-* ``memoised_layouts`` caches ``Layout.coords()`` and ``Layout.valid()`` (pure functions
-  of a frozen layout, which the executor recomputes in Python on every op: most of its
-  time) as read-only arrays, so an accidental in-place write fails loudly.
+``memoised_layouts`` caches ``Layout.coords()`` and ``Layout.valid()`` (pure functions of a
+frozen layout, which the executor recomputes in Python on every op: most of its time) as
+read-only arrays, so an accidental in-place write fails loudly.  The tests run
+``executor.Executor`` itself: it applies a masked reduction's mask
+(``test_executor_hazards.py::test_executor_runs_a_masked_register_reduction``).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import functools
-import inspect
 from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
@@ -28,49 +21,19 @@ from phobos.compile.check import lower
 from phobos.compile.gpu import executor as gpu_executor
 from phobos.compile.gpu import ir, layouts, pipeline
 from phobos.compile.gpu.lower import lower_kernel
-from phobos.compile.gpu.passes.allocation import allocate_shared
-from phobos.compile.gpu.passes.assign_layouts import assign_layouts
-from phobos.compile.gpu.passes.barriers import insert_barriers
-from phobos.compile.gpu.passes.cleanup import eliminate_dead_code
-from phobos.compile.gpu.passes.conversions import expand_conversions
-from phobos.compile.gpu.passes.cta import choose_cta
-from phobos.compile.gpu.passes.reductions import expand_reductions
-from phobos.compile.gpu.passes.select_mma import select_mma
-from phobos.compile.gpu.passes.sink_loads import sink_loads
-from phobos.compile.gpu.passes.vectorize import vectorize
+from phobos.compile.gpu.verify import Stage, verify
 from phobos.compile.ir import nodes as tir
 from phobos.compile.syntax import parse
 
 # ---------------------------------------------------------------------------- the passes
 
-# ``pipeline.build``'s passes after lowering, in its order (test_pipeline_order checks it).
-PASSES: tuple[tuple[str, Callable[[ir.Kernel], None]], ...] = (
-    ("eliminate_dead_code", eliminate_dead_code),
-    ("sink_loads", sink_loads),
-    ("eliminate_dead_code", eliminate_dead_code),
-    ("choose_cta", choose_cta),
-    ("select_mma", select_mma),
-    ("eliminate_dead_code", eliminate_dead_code),
-    ("assign_layouts", assign_layouts),
-    ("expand_reductions", expand_reductions),
-    ("expand_conversions", expand_conversions),
-    ("eliminate_dead_code", eliminate_dead_code),
-    ("vectorize", vectorize),
-    ("allocate_shared", allocate_shared),
-    ("insert_barriers", insert_barriers),
+# ``pipeline.PASSES`` under the names of their functions (``eliminate_dead_code``, run four
+# times, is told apart by ``build_until``'s ``occurrence``), each with the stage the verifier
+# checks after it.
+PASSES: tuple[tuple[str, Callable[[ir.Kernel], None]], ...] = tuple(
+    (run.__name__, run) for _, run, _ in pipeline.PASSES
 )
-
-
-def pipeline_calls() -> list[str]:
-    """The functions ``pipeline.build`` calls after ``lower_kernel``, in order."""
-    source = inspect.getsource(pipeline.build)
-    body = source[source.index("lower_kernel(") :]
-    calls = []
-    for line in body.splitlines()[1:]:
-        line = line.strip()
-        if line.endswith("(gk)"):
-            calls.append(line[: -len("(gk)")])
-    return calls
+_STAGES: tuple[Stage, ...] = tuple(stage for _, _, stage in pipeline.PASSES)
 
 
 def specialisation(kernel: tir.Kernel, specialised: bool) -> dict[str, dict[str, object]]:
@@ -92,11 +55,13 @@ def build_until(
     """Lower ``kernel`` and run the passes up to and including ``last`` (its ``occurrence``-th
     run, for dead-code elimination); None: lowering alone; "all": the whole pipeline."""
     gk = lower_kernel(kernel, arch=arch, index_width=32, **specialisation(kernel, specialised))
+    verify(gk, Stage(), "lowering")
     if last is None:
         return gk
     seen = 0
-    for name, run in PASSES:
+    for (name, run), stage in zip(PASSES, _STAGES):
         run(gk)
+        verify(gk, stage, name)
         if name == last:
             seen += 1
             if seen == occurrence:
@@ -154,23 +119,11 @@ def defining(kernel: ir.Kernel) -> dict[ir.Value, ir.Op]:
 # ---------------------------------------------------------------------------- the executor
 
 
-class Executor(gpu_executor.Executor):
-    """``executor.Executor``, its masked ``ReduceRegisters`` fixed (see the module docstring)."""
-
-    def _ReduceRegisters(self, op, args, env):
-        if op.masked and len(args) == 2:
-            x, present = args
-            identity = gpu_executor._identity(op.op, op.operands[0].dtype)
-            keep = np.asarray(self.values(present)).astype(bool)
-            x = gpu_executor.Regs(np.where(keep, x.values, identity), x.layout)
-            op = dataclasses.replace(op, masked=False, operands=op.operands[:1])
-            args = [x]
-        return super()._ReduceRegisters(op, args, env)
-
-
-def execute(kernel: ir.Kernel, grid: tuple[int, ...], args: Sequence[object]) -> Executor:
-    """``executor.execute`` through the shim above."""
-    runner = Executor(kernel, args)
+def execute(
+    kernel: ir.Kernel, grid: tuple[int, ...], args: Sequence[object]
+) -> gpu_executor.Executor:
+    """Run ``kernel`` in ``executor.Executor`` on ``grid``; the runner, for its state."""
+    runner = gpu_executor.Executor(kernel, args)
     runner.run(grid)
     return runner
 

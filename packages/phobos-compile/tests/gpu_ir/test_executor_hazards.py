@@ -324,7 +324,7 @@ def test_an_unchecked_window_past_the_tensor_is_refused():
         execute(k, (1,), [np.ones(16, np.float32), np.zeros(16, np.float32)])
 
 
-# ---------------------------------------------------------------------------- the shim's canary
+# ---------------------------------------------------------------------------- masked reductions
 
 MASKED_ROWS = """
 kernel row_max(x: tensor<f32>[M, N], out: tensor<f32>[M]) {
@@ -334,25 +334,20 @@ kernel row_max(x: tensor<f32>[M, N], out: tensor<f32>[M]) {
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=ValueError,
-    reason="gpu back end: executor._ReduceRegisters unpacks `(x,) = args` and fails on a "
-    "masked reduction (operands: the tile and its mask); conftest.Executor works around it "
-    "until this passes, then the shim goes",
-)
 def test_executor_runs_a_masked_register_reduction():
+    """The reduction's operands are the tile and its mask (the executor once unpacked
+    ``(x,) = args`` and failed here; the tests' shim for it is gone)."""
     tile = lower_text(MASKED_ROWS, "row_max")
     gpu = build_text(MASKED_ROWS, "row_max")
-    assert any(op.masked for op in ops(gpu, ir.ReduceRegisters))
+    assert any(op.masked and len(op.operands) == 2 for op in ops(gpu, ir.ReduceRegisters))
     x = -np.abs(np.random.default_rng(3).standard_normal((3, 100))).astype(np.float32) - 1
     expected, got = np.full(3, np.nan, np.float32), np.full(3, np.nan, np.float32)
     interpret(tile, (3,), [x, expected])
-    gpu_executor.execute(gpu, (3,), [x, got])  # the executor itself, not the shim
+    gpu_executor.execute(gpu, (3,), [x, got])
     np.testing.assert_allclose(got, expected)
 
 
-def test_the_shim_gives_the_masked_reduction_the_interpreters_answer():
+def test_the_masked_reduction_gives_the_interpreters_answer():
     """All-negative rows: counting the absent lanes as 0 (not -inf) would give 0."""
     tile = lower_text(MASKED_ROWS, "row_max")
     gpu = build_text(MASKED_ROWS, "row_max")

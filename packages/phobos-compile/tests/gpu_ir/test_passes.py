@@ -13,13 +13,13 @@ import copy
 import numpy as np
 import pytest
 
+from phobos.compile.gpu import executor as gpu_executor
 from phobos.compile.gpu import ir, layouts
 from phobos.compile.gpu.printer import format_kernel, format_op
 from phobos.compile.interp import run as interpret
 from phobos.compile.pipeline import parse_file
 
 from .conftest import (
-    Executor,
     build_text,
     build_until,
     execute,
@@ -264,17 +264,24 @@ def test_two_products_of_one_value_share_its_buffer(arch):
         assert [op.operands[0] for op in fragments] == [buffer, buffer]
 
 
-def test_a_value_two_instructions_read_is_staged_once_per_shared_layout():
-    """dkdv at D = 64 on sm_90a: q and do feed a wgmma (swizzled) and, where the columns
-    split over two warpgroups are no whole swizzle atom, an mma.sync (padded rows):
-    each is copied twice an iteration, once per layout."""
-    values = {"D": 64, "BLOCK_M": 64, "BLOCK_N": 64, "NUM_THREADS": 256, "CAUSAL": 0}
+@pytest.mark.parametrize(("threads", "widths"), [(256, [64, 128]), (128, [128])])
+def test_a_value_two_instructions_read_is_staged_once_per_shared_layout(threads, widths):
+    """dkdv at D = 64 on sm_90a: q and do each feed two wgmmas, once as a K-major ``a``
+    or ``b`` (128-byte swizzle atoms) and once as an MN-major ``b``.  On 256 threads two
+    warpgroups split that product's 64 columns, and an MN-major ``b`` takes atoms no wider
+    than a warpgroup's columns (32 columns, 64 bytes: ``select_mma.b_layout``), so each is
+    copied twice an iteration, once per layout; on 128 threads both layouts are one, and
+    so is the copy."""
+    values = {"D": 64, "BLOCK_M": 64, "BLOCK_N": 64, "NUM_THREADS": threads, "CAUSAL": 0}
     gpu = build_until(lower_text(ATTENTION, "attention_backward_dkdv", **values), "select_mma")
-    assert len(ops(gpu, ir.Wgmma)) == 2 and len(ops(gpu, ir.MmaSync)) == 2
+    assert len(ops(gpu, ir.Wgmma)) == 4 and not ops(gpu, ir.MmaSync)
     for tensor in ("q", "do"):
         copies = [op for op in ops(loop(gpu).body, ir.CopyAsync) if op.tensor == tensor]
-        kinds = sorted(op.operands[0].type.layout.kind for op in copies)
-        assert kinds == ["rows", "swizzled"], tensor
+        layouts_ = [op.operands[0].type.layout for op in copies]
+        assert all(layout.kind == "swizzled" for layout in layouts_), tensor
+        assert sorted(layout.width for layout in layouts_) == widths, tensor
+        read = {v for op in ops(gpu, ir.Wgmma) for v in op.operands[:2]}
+        assert {op.operands[0] for op in copies} <= read, tensor
 
 
 # ---------------------------------------------------------------------------- assign_layouts
@@ -444,15 +451,21 @@ def test_a_third_reduction_takes_the_first_ones_bytes_again():
 
 def test_a_buffer_used_in_a_loop_lives_through_the_whole_loop():
     """attention's q, staged before the KV loop and read in every iteration, shares no byte
-    with what the loop allocates; the loop's own buffers (k, v, the partials) are apart
-    from each other where they are live together."""
+    with the other buffers the loop uses: k and v, which the pipeline makes rings allocated
+    before the loop (``passes/pipeline.py``), and whatever the loop allocates; those are
+    apart from each other where they are live together."""
     gpu = build_text(ATTENTION, "attention_forward", **FORWARD)
-    (q,) = [op for op in top_ops(gpu.body, ir.SharedAlloc) if op.result.name == "q_smem"]
-    inside = ops(loop(gpu).body, ir.SharedAlloc)
-    assert len(inside) >= 2
-    assert all(not set(extent(q)) & set(extent(op)) for op in inside)
-    k, v = (next(op for op in inside if op.result.name == n) for n in ("k_smem", "v_smem"))
+    body = loop(gpu).body
+    used = {v for op in body.walk() for v in op.operands}
+    live = [op for op in ops(gpu, ir.SharedAlloc) if op.result in used]
+    named = {op.result.name: op for op in live}
+    q, k, v = named["q_smem"], named["k_smem"], named["v_smem"]
+    assert q in top_ops(gpu.body, ir.SharedAlloc) and q.result.type.stages == 1
+    assert k.result.type.stages > 1 and v.result.type.stages > 1  # rings, before the loop
+    inside = ops(body, ir.SharedAlloc)
+    assert all(not set(extent(q)) & set(extent(op)) for op in live if op is not q)
     assert not set(extent(k)) & set(extent(v))  # v lands while k's product may still read
+    assert all(not set(extent(op)) & set(extent(ring)) for op in inside for ring in (k, v))
 
 
 def test_swizzled_buffers_are_aligned_for_their_pattern():
@@ -476,12 +489,23 @@ def test_the_online_softmax_loop_needs_one_barrier_per_reduction_and_none_to_go_
 
 
 def test_a_loop_that_rewrites_a_buffer_it_read_gets_a_barrier_before_the_rewrite():
-    """The matmul k-loop stages a and b each iteration: the next iteration's copy may not
-    land before every warp's product read the last one."""
+    """The matmul k-loop stages a and b in rings (``passes/pipeline.py``): each iteration
+    refills the stage the last one's product read, so the copies come after the one
+    barrier of the iteration, which every warp passes only once its product read it."""
     gpu = build_text(MATMUL, "matmul", arch="sm_80", **MATMUL_TILE)
     body = loop(gpu).body
-    sequence = [op.NAME for op in body.ops if op.NAME in ("barrier", "copy_async", "mma_sync")]
-    assert sequence == ["barrier", "copy_async", "copy_async", "barrier", "mma_sync"]
+    kinds = ("async_wait", "barrier", "copy_async", "async_commit", "smem_load", "mma_sync")
+    sequence = [name for name in names(body) if name in kinds]
+    assert sequence == [
+        "async_wait",
+        "barrier",
+        "copy_async",
+        "copy_async",
+        "async_commit",
+        "smem_load",
+        "smem_load",
+        "mma_sync",
+    ]
 
 
 # ---------------------------------------------------------------------------- conversions
@@ -600,7 +624,7 @@ def test_a_row_of_a_2d_tensor_keeps_its_run_time_alignment_test():
     assert all(op.vector == 4 and not op.aligned for op in ops(gpu, (ir.Load, ir.Store)))
 
 
-class AlignmentChecking(Executor):
+class AlignmentChecking(gpu_executor.Executor):
     """The executor, checking what vectorize claims of each access as it runs: a vector
     access only where the last axis has unit stride, and ``aligned`` only where every
     vector's first element is on a multiple of the vector (in elements from the base)."""
@@ -689,10 +713,6 @@ SCALED = {
     "scaled acc": f"acc = dot({A}, {B}, acc * alpha)",
     "scaled sum": f"acc = acc * alpha + {A} @ {B}",
 }
-FOLD = (
-    "gpu back end: `acc + a @ b` is not folded into the product's accumulator: the k-loop "
-    "runs the mma on a zero accumulator (an extra tile of registers) and adds the tile after"
-)
 
 
 def k_loop(body: str, arch: str) -> list[str]:
@@ -701,37 +721,35 @@ def k_loop(body: str, arch: str) -> list[str]:
 
 
 @pytest.mark.parametrize("arch", ["sm_90a", "sm_80"])
-@pytest.mark.parametrize(
-    "spelling",
-    [
-        "let",
-        "unused let",
-        pytest.param("+=", marks=pytest.mark.xfail(strict=True, reason=FOLD)),
-        pytest.param("let product", marks=pytest.mark.xfail(strict=True, reason=FOLD)),
-    ],
-)
+@pytest.mark.parametrize("spelling", ["let", "unused let", "+=", "let product"])
 def test_spellings_of_the_k_loop_give_the_same_ops(spelling, arch):
+    """``acc + a @ b`` is folded into the product's accumulator (``passes/accumulate.py``)."""
     assert k_loop(SPELLINGS[spelling], arch) == k_loop(SPELLINGS["dot"], arch)
 
 
 @pytest.mark.parametrize("arch", ["sm_90a", "sm_80"])
 def test_the_k_loop_is_staging_barriers_and_the_product(arch):
+    """The copies are pipelined (``passes/pipeline.py``): one wait and one barrier an
+    iteration, then the copies of a later iteration into the stage that barrier freed."""
     body = k_loop(SPELLINGS["dot"], arch)
     product = "wgmma" if arch == "sm_90a" else "mma_sync"
     assert body.count(product) == 1 and body.count("copy_async") == 2
-    assert body.count("barrier") == 2
+    assert body.count("barrier") == 1 and body.count("async_wait") == 1
     assert "convert" not in body and "permute" not in body and "smem_store" not in body
 
 
 @pytest.mark.parametrize("arch", ["sm_90a", "sm_80"])
 def test_a_scale_in_the_loop_adds_its_multiply_alone(arch):
+    """The multiply and its splat of ``alpha``; ``alpha`` itself is read once, before the
+    loop (lowering builds a uniform op in the outermost block its operands allow)."""
     plain = k_loop(SPELLINGS["dot"], arch)
     scaled = k_loop(SCALED["scaled acc"], arch)
-    assert sorted(scaled) == sorted([*plain, "param", "splat", "binary"])
+    assert sorted(scaled) == sorted([*plain, "splat", "binary"])
+    gpu = build_text(MM_HEAD + SCALED["scaled acc"] + MM_TAIL, "mm", arch=arch)
+    assert [op.param for op in top_ops(gpu.body, ir.Param)] == ["alpha"]
 
 
-@pytest.mark.xfail(strict=True, reason=FOLD)
-@pytest.mark.parametrize("arch", ["sm_90a"])
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_80"])
 def test_a_scale_spelled_as_a_sum_gives_the_same_ops(arch):
     assert sorted(k_loop(SCALED["scaled sum"], arch)) == sorted(k_loop(SCALED["scaled acc"], arch))
 

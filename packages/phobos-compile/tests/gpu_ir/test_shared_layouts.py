@@ -41,7 +41,10 @@ from phobos.compile.gpu.layouts import SharedLayout, padded_rows, plain_rows, sw
 
 from .conftest import build_until, ops
 
-RUNTIME = (RUNTIME_DIR / "phobos_gpu.cuh").read_text()
+# The runtime header and the inline PTX it includes (``wgmma_descriptor`` is in the latter).
+RUNTIME = "\n".join(
+    (RUNTIME_DIR / name).read_text() for name in ("phobos_gpu.cuh", "phobos_ptx.cuh")
+)
 MODES = {128: 1, 64: 2, 32: 3}  # the PTX ISA's swizzle-mode field
 BASE = 8 * 1024  # where the buffer lies in shared memory (a multiple of 1024)
 
