@@ -25,6 +25,7 @@ from phobos.compile.contract import Contract
 from phobos.compile.diagnostics import error
 from phobos.compile.ir import nodes as ir
 from phobos.compile.syntax import ast, parse
+from phobos.compile.syntax.encoding import read_ph
 from phobos.compile.toolchain import Resources, compile_cuda
 
 # The most specialised assumption a launcher can check: 16-byte aligned tensors with unit
@@ -47,7 +48,7 @@ class CompiledKernel:
 def parse_file(path: str | Path) -> ast.Module:
     """Read and parse a ``.ph`` file; errors name the path as given."""
     path = Path(path)
-    return parse(path.read_text(encoding="utf-8"), str(path))
+    return parse(read_ph(path), str(path))
 
 
 def default_specialization(

@@ -1,0 +1,132 @@
+"""``python -m tools.fuzz``: run N fuzz inputs and print what became of them.
+
+    python -m tools.fuzz --inputs 100000 --jobs 8          # the release run (docs/fuzzing.md)
+    python -m tools.fuzz --inputs 2000 --seed 7            # another seed
+    python -m tools.fuzz --only 1234 --seed 7              # one input again: its bytes and traceback
+
+The exit status is 1 when any input ended in an internal error.
+"""
+
+from __future__ import annotations
+
+import os
+
+# One BLAS thread a process: the interpreter's dots are small, and idle threads spin.
+for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_name, "1")
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from collections import Counter  # noqa: E402
+from concurrent.futures import ProcessPoolExecutor  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from tools.fuzz.harness import INTERNAL, Outcome, run_input  # noqa: E402
+from tools.fuzz.mutate import make_input  # noqa: E402
+from tools.fuzz.seeds import load_seeds, seeds_digest  # noqa: E402
+
+_SEEDS = None
+_WORKDIR: Path | None = None
+_OPTIONS: dict = {}
+
+
+def _setup(options: dict) -> None:
+    global _SEEDS, _WORKDIR, _OPTIONS
+    import warnings
+
+    warnings.simplefilter("ignore")
+    _SEEDS = load_seeds()
+    _WORKDIR = Path(tempfile.mkdtemp(prefix="phobos-fuzz-"))
+    _OPTIONS = options
+
+
+def _run_chunk(args: tuple[int, int, int]) -> list[tuple[int, str, str, Outcome]]:
+    seed, start, stop = args
+    out = []
+    for index in range(start, stop):
+        inp = make_input(_SEEDS, seed, index)
+        outcome = run_input(inp, _WORKDIR, **_OPTIONS)
+        out.append((index, inp.kind, "+".join(inp.mutations), outcome))
+    return out
+
+
+def fuzz(
+    inputs: int, seed: int = 0, jobs: int = 1, start: int = 0, **options
+) -> list[tuple[int, str, str, Outcome]]:
+    """Run inputs ``start .. start + inputs`` of ``seed``; every (index, kind, mutations, outcome)."""
+    chunk = 200
+    tasks = [(seed, i, min(i + chunk, start + inputs)) for i in range(start, start + inputs, chunk)]
+    if jobs <= 1:
+        _setup(options)
+        return [r for task in tasks for r in _run_chunk(task)]
+    results = []
+    with ProcessPoolExecutor(jobs, initializer=_setup, initargs=(options,)) as pool:
+        for part in pool.map(_run_chunk, tasks):
+            results += part
+    return results
+
+
+def summary(results, seconds: float) -> dict:
+    statuses = Counter(o.status for _, _, _, o in results)
+    by_kind = Counter((k, o.status) for _, k, _, o in results)
+    internal = Counter(o.signature for _, _, _, o in results if o.status == INTERNAL)
+    first = {}
+    for index, _, _, o in results:
+        if o.status == INTERNAL and o.signature not in first:
+            first[o.signature] = index
+    return {
+        "inputs": len(results),
+        "seconds": round(seconds, 1),
+        "statuses": dict(sorted(statuses.items())),
+        "by_kind": {f"{k}/{s}": n for (k, s), n in sorted(by_kind.items())},
+        "internal": {sig: {"count": n, "first": first[sig]} for sig, n in internal.most_common()},
+        "slow_stages": dict(Counter(o.stage for _, _, _, o in results if o.status == "slow")),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.fuzz", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("--inputs", type=int, default=1000, help="how many inputs (default 1000)")
+    parser.add_argument("--seed", type=int, default=0, help="the run's seed (default 0)")
+    parser.add_argument("--start", type=int, default=0, help="the first input's index")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="processes")
+    parser.add_argument("--only", type=int, help="run one input and show it")
+    parser.add_argument("--no-interpret", action="store_true", help="skip the interpreter runs")
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--show", type=int, default=3, help="tracebacks to print (default 3)")
+    args = parser.parse_args(argv)
+    options = {"interpret": not args.no_interpret}
+    seeds = load_seeds()
+    if args.only is not None:
+        _setup(options)
+        inp = make_input(seeds, args.seed, args.only)
+        print(f"input {inp.index} ({inp.kind}) from {inp.seed}: {', '.join(inp.mutations)}")
+        sys.stdout.write(inp.data.decode("utf-8", "backslashreplace") + "\n")
+        outcome = run_input(inp, _WORKDIR, **options)
+        print(f"--> {outcome.status} ({outcome.stage})\n{outcome.detail}")
+        return int(outcome.status == INTERNAL)
+    print(f"seeds: {len(seeds)} (digest {seeds_digest(seeds)}); seed {args.seed}; ", end="")
+    print(f"inputs {args.start} .. {args.start + args.inputs - 1}; {args.jobs} job(s)")
+    started = time.perf_counter()
+    results = fuzz(args.inputs, args.seed, args.jobs, args.start, **options)
+    figures = summary(results, time.perf_counter() - started)
+    print(json.dumps(figures, indent=2, ensure_ascii=False))
+    shown = 0
+    seen = set()
+    for index, _, mutations, outcome in results:
+        if outcome.status == INTERNAL and outcome.signature not in seen and shown < args.show:
+            seen.add(outcome.signature)
+            shown += 1
+            print(f"\n=== input {index} ({mutations}): {outcome.signature}\n{outcome.detail}")
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=2, ensure_ascii=False) + "\n")
+    return int(figures["statuses"].get(INTERNAL, 0) > 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
