@@ -45,12 +45,35 @@ def _setup(options: dict) -> None:
 
 def _run_chunk(args: tuple[int, int, int]) -> list[tuple[int, str, str, Outcome]]:
     seed, start, stop = args
+    options = dict(_OPTIONS)
+    nvrtc_every = options.pop("nvrtc_every", 0)
     out = []
     for index in range(start, stop):
         inp = make_input(_SEEDS, seed, index)
-        outcome = run_input(inp, _WORKDIR, **_OPTIONS)
+        accepted: list = []
+        outcome = run_input(inp, _WORKDIR, accepted=accepted, **options)
+        if nvrtc_every and index % nvrtc_every == 0 and accepted:
+            outcome = _nvrtc(accepted[0], outcome)
         out.append((index, inp.kind, "+".join(inp.mutations), outcome))
     return out
+
+
+def _nvrtc(variant, outcome: Outcome) -> Outcome:
+    """The outcome with the NVRTC result of one accepted variant in ``stage``."""
+    from dataclasses import replace
+
+    from tools.fuzz.nvrtc import compile_variant, known_issue
+
+    reason = known_issue(variant.ir)
+    try:
+        compile_variant(variant)
+        stage = "nvrtc ok" if reason is None else f"nvrtc ok, though {reason}"
+        return replace(outcome, stage=stage)
+    except Exception as exc:
+        if reason is not None:
+            return replace(outcome, stage=f"nvrtc failed: {reason}")
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return replace(outcome, stage="nvrtc failed: new", detail=f"{type(exc).__name__}: {first}")
 
 
 def fuzz(
@@ -84,6 +107,11 @@ def summary(results, seconds: float) -> dict:
         "by_kind": {f"{k}/{s}": n for (k, s), n in sorted(by_kind.items())},
         "internal": {sig: {"count": n, "first": first[sig]} for sig, n in internal.most_common()},
         "slow_stages": dict(Counter(o.stage for _, _, _, o in results if o.status == "slow")),
+        "nvrtc": dict(
+            sorted(
+                Counter(o.stage for _, _, _, o in results if o.stage.startswith("nvrtc")).items()
+            )
+        ),
     }
 
 
@@ -97,17 +125,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="processes")
     parser.add_argument("--only", type=int, help="run one input and show it")
     parser.add_argument("--no-interpret", action="store_true", help="skip the interpreter runs")
+    parser.add_argument(
+        "--nvrtc-every",
+        type=int,
+        default=0,
+        metavar="K",
+        help="also compile one variant of every K-th accepted input with NVRTC (0: none)",
+    )
     parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument("--show", type=int, default=3, help="tracebacks to print (default 3)")
     args = parser.parse_args(argv)
-    options = {"interpret": not args.no_interpret}
+    options = {"interpret": not args.no_interpret, "nvrtc_every": args.nvrtc_every}
     seeds = load_seeds()
     if args.only is not None:
         _setup(options)
         inp = make_input(seeds, args.seed, args.only)
         print(f"input {inp.index} ({inp.kind}) from {inp.seed}: {', '.join(inp.mutations)}")
         sys.stdout.write(inp.data.decode("utf-8", "backslashreplace") + "\n")
-        outcome = run_input(inp, _WORKDIR, **options)
+        accepted: list = []
+        outcome = run_input(inp, _WORKDIR, interpret=options["interpret"], accepted=accepted)
+        if args.nvrtc_every and accepted:
+            outcome = _nvrtc(accepted[0], outcome)
         print(f"--> {outcome.status} ({outcome.stage})\n{outcome.detail}")
         return int(outcome.status == INTERNAL)
     print(f"seeds: {len(seeds)} (digest {seeds_digest(seeds)}); seed {args.seed}; ", end="")
@@ -123,6 +161,10 @@ def main(argv: list[str] | None = None) -> int:
             seen.add(outcome.signature)
             shown += 1
             print(f"\n=== input {index} ({mutations}): {outcome.signature}\n{outcome.detail}")
+    for index, _, _, outcome in results:
+        if outcome.stage == "nvrtc failed: new" and shown < args.show:
+            shown += 1
+            print(f"\n=== input {index}: NVRTC rejected an accepted variant\n{outcome.detail}")
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2, ensure_ascii=False) + "\n")
     return int(figures["statuses"].get(INTERNAL, 0) > 0)

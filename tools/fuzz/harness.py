@@ -73,6 +73,13 @@ def _time_limit(seconds: float) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
+def walk_ir(body):
+    """Every node of a kernel body with its nesting level (``phobos.compile.ir.nesting.walk``)."""
+    from phobos.compile.ir.nesting import walk
+
+    return walk(body)
+
+
 def run_input(
     inp: FuzzInput,
     workdir: Path,
@@ -80,8 +87,13 @@ def run_input(
     interpret: bool = True,
     compile_limit: float = 20.0,
     run_limit: float = 2.0,
+    accepted: list | None = None,
 ) -> Outcome:
-    """Every stage for one input; never raises (but for KeyboardInterrupt)."""
+    """Every stage for one input; never raises (but for KeyboardInterrupt).
+
+    With ``accepted``, the variants of an accepted input are appended to it
+    (``tools.fuzz.nvrtc.Variant``), for the NVRTC stage.
+    """
     path = workdir / f"fuzz_{inp.index}.{inp.kind}"
     path.write_bytes(inp.data)
     stage = ["read"]
@@ -91,13 +103,17 @@ def run_input(
             runs = [r for module in modules for r in _check(module, stage)]
         if interpret:
             rng = random.Random(inp.index)
-            for ir_kernel in runs:
+            for _, _, _, ir_kernel in runs:
                 stage[0] = "interpret"
                 try:
                     with _time_limit(run_limit), redirect_stdout(io.StringIO()):
                         _interpret(ir_kernel, rng)  # traces print: not to the run's output
                 except _TimeUp:
                     return Outcome(TIMEOUT, "interpret")
+        if accepted is not None:
+            from tools.fuzz.nvrtc import Variant
+
+            accepted += [Variant(*run) for run in runs]
         return Outcome(ACCEPTED)
     except _TimeUp:
         return Outcome(SLOW, stage[0])
@@ -137,7 +153,7 @@ class _RoundTrip(Exception):
 
 
 def _check(module, stage: list[str]) -> list:
-    """Check the module, then lower a few variants of each kernel; the lowered kernels."""
+    """Check the module, then lower a few variants of each kernel: (module, kernel, values, IR)."""
     from phobos.compile.check import check_module, lower, tune_space
     from phobos.compile.ir import format_kernel
     from phobos.compile.races import check_races
@@ -155,7 +171,7 @@ def _check(module, stage: list[str]) -> list:
             stage[0] = "races"
             for warning in check_races(ir_kernel):
                 warning.render()
-            lowered.append(ir_kernel)
+            lowered.append((module, kernel.name, values, ir_kernel))
     return lowered
 
 

@@ -95,7 +95,7 @@ def race_check(kernel: Kernel, grid: Grid, args: Sequence[Any], values: Mapping[
 
     host = [to_host(a) for a in args]
     ir = kernel.lower(values)
-    run(ir, resolve_grid(grid, extents_of(ir, host), values), host, race_check=True)
+    run(ir, resolve_grid(kernel.name, grid, extents_of(ir, host), values), host, race_check=True)
 
 
 def to_host(arg: Any) -> Any:

@@ -10,6 +10,7 @@ interpreter when the arrays are numpy arrays, on the GPU when they offer
 from __future__ import annotations
 
 import inspect
+import numbers
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
@@ -100,7 +101,11 @@ class Kernel:
         )
 
     def values_for(self, fixed: Mapping[str, int]) -> dict[str, int]:
-        """The variant used when ``fixed`` names are given and the rest take the space's default."""
+        """The variant used when ``fixed`` names are given and the rest take the space's default.
+
+        A fixed value must be an integer (a Python or numpy int; not a bool, a float or a
+        string): ``BLOCK=16.9`` is an error at the kernel's line, never truncated.
+        """
         unknown = sorted(set(fixed) - set(self.space.names) - {"NUM_THREADS"})
         if unknown:
             names = ", ".join(self.space.names) or "none"
@@ -108,7 +113,18 @@ class Kernel:
                 f"{self.name}[grid](...) got {', '.join(unknown)}, which the kernel's @autotune space "
                 f"does not name (its compile-time names: {names})"
             )
-        return {**self.space.default(), **{k: int(v) for k, v in fixed.items()}}
+        return {**self.space.default(), **{k: self._integer(k, v) for k, v in fixed.items()}}
+
+    def _integer(self, name: str, value: Any) -> int:
+        if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+            return int(value)
+        from phobos.compile.diagnostics import error
+
+        raise error(
+            self.program.module.kernel(self.name).span,
+            f"the value of '{name}' must be an integer, got {value!r}",
+            help=f"give {name}=<int>, one of the values its @autotune space allows",
+        )
 
     def lower(self, values: Mapping[str, int]) -> Any:
         """The checked tile IR of one variant (memoised)."""
@@ -245,21 +261,27 @@ def launch_fully(
         return  # the tuned variant of the same signature, on its fast path
     where = arrays.placement(args)
     with user_facing():
-        variant = choose_variant(kernel, grid, args, values, where)
+        try:
+            variant = choose_variant(kernel, grid, args, values, where)
+        except LaunchError as exc:  # a grid that no variant can launch on, say
+            raise located_launch_error(kernel, exc, call_site(caller)) from None
     if where == "host":
         with user_facing():
             ir = kernel.lower(variant)
             from phobos.compile.interp import run
 
-            dims = resolve_grid(grid, extents_of(ir, args), variant)
+            try:
+                dims = resolve_grid(kernel.name, grid, extents_of(ir, args), variant)
+            except LaunchError as exc:
+                raise located_launch_error(kernel, exc, call_site(caller)) from None
             run(ir, dims, [arrays.host_view(a) for a in args], race_check=race_check)
         return
     from phobos.lang import gpu
 
     with user_facing():
-        if race_check:
-            gpu.race_check(kernel, grid, args, variant)
         try:
+            if race_check:
+                gpu.race_check(kernel, grid, args, variant)
             loaded = gpu.launch(kernel, grid, args, variant, stream=stream)
         except LaunchError as exc:
             raise located_launch_error(kernel, exc, call_site(caller)) from None
@@ -285,20 +307,21 @@ def extents_of(ir: Any, args: Sequence[Any]) -> dict[str, int]:
 
 
 def resolve_grid(
-    grid: Grid, extents: Mapping[str, int], values: Mapping[str, int]
-) -> tuple[int, ...]:
-    """A grid tuple, or ``lambda meta: ...`` called with the extents and compile-time values."""
+    name: str, grid: Grid, extents: Mapping[str, int], values: Mapping[str, int]
+) -> tuple[int, int, int]:
+    """The block counts of an interpreter launch, by the GPU launcher's rule.
+
+    ``grid`` is a tuple of 1 to 3 counts, or ``lambda meta: ...`` called with the
+    variant's compile-time values and the named extents; ``phobos.launch.grid`` checks
+    it exactly as a GPU launch does (ints only, within the hardware limits) and raises
+    its ``LaunchError``.  A grid with a zero launches nothing: ``(0, 1, 1)``.
+    """
+    from phobos.launch.grid import call_grid, grid_dims
+
     if callable(grid):
-        grid = grid({**extents, **values})
-    if isinstance(grid, int):
-        grid = (grid,)
-    try:
-        dims = tuple(int(g) for g in grid)
-    except TypeError:
-        raise TypeError(f"a grid is a tuple of 1 to 3 ints, got {grid!r}") from None
-    if not 1 <= len(dims) <= 3 or any(d < 1 for d in dims):
-        raise ValueError(f"a grid is 1 to 3 positive ints, got {dims}")
-    return dims
+        grid = call_grid(name, grid, {**values, **extents})
+    dims = grid_dims(name, grid)
+    return (0, 1, 1) if dims is None else dims
 
 
 __all__ = ["Kernel", "PhobosError", "autotune", "func", "kernel", "launcher"]

@@ -240,17 +240,14 @@ def _host_problem(
 
     def load(values: Mapping[str, int], ir: Any) -> Candidate:
         bind(ir, (1,), views)  # arguments that do not fit are the caller's error, not the variant's
+        dims = resolve_grid(kernel.name, grid, extents_of(ir, views), values)  # so is the grid
         written, read = _accesses(ir, _positions(kernel))
-
-        def launch() -> None:
-            run(ir, resolve_grid(grid, extents_of(ir, views), values), views)
-
-        return Candidate(launch, written, read)
+        return Candidate(lambda: run(ir, dims, views), written, read)
 
     return Problem(
         **_common(kernel, args, fixed, key, arch),
         args=views,
-        compile=kernel.lower,
+        compile=lambda values: lower_or_prune(kernel, values),
         load=load,
         timer=CpuTimer(),
     )
@@ -273,7 +270,8 @@ def _device_problem(
     positions = _positions(kernel)  # also translates the module, before the compile threads
 
     def compile_variant(values: Mapping[str, int]) -> Any:
-        return kernel.lower(values), gpu.compile_variant(kernel, values, arch=arch, spec=spec)
+        ir = lower_or_prune(kernel, values)  # before NVRTC: a variant past a limit is not built
+        return ir, gpu.compile_variant(kernel, values, arch=arch, spec=spec)
 
     def load(values: Mapping[str, int], built: Any) -> Candidate:
         ir, compiled = built
@@ -302,6 +300,24 @@ def _device_problem(
         load=load,
         timer=DeviceTimer(stream),
     )
+
+
+def lower_or_prune(kernel: Kernel, values: Mapping[str, int]) -> Any:
+    """The variant's tile IR; ``Unfit`` (pruned, with the reason) when it only exceeds limits.
+
+    A variant whose tiles have more lanes than ``phobos.compile.limits`` allows is too
+    large to build, not a mistake in the kernel: the tuner reports it as pruned with the
+    checker's first line and never compiles it.  Any other error is raised as it is.
+    """
+    from phobos.autotune import Unfit
+    from phobos.compile.diagnostics import PhobosError
+
+    try:
+        return kernel.lower(values)
+    except PhobosError as exc:
+        if exc.only_limits:
+            raise Unfit(str(exc).splitlines()[0]) from None
+        raise
 
 
 def _arch(args: Sequence[Any]) -> str:
