@@ -92,12 +92,13 @@ _NUL_HELP = "a Python source file cannot hold NUL characters; remove it"
 def _encoding_error(data: bytes, filename: str, message: str) -> PhobosError:
     """What ``tokenize.detect_encoding`` refused: a coding line, or bytes that are not UTF-8."""
     for number, line in enumerate(data.splitlines()[:2], start=1):
+        if number == 1:
+            line = line.removeprefix(b"\xef\xbb\xbf")
         found = _CODING.match(line)
         if found is not None:
             name = found.group(1).decode("ascii", "replace")
             register_source(filename, data.decode("utf-8", "replace").removeprefix("\ufeff"))
-            before = line[: found.start(1)].decode("utf-8", "replace").removeprefix("\ufeff")
-            start = len(before) + 1
+            start = len(line[: found.start(1)].decode("utf-8", "replace")) + 1
             span = Span(filename, number, start, number, start + len(name))
             if "unknown encoding" in message:
                 return error(
