@@ -1,6 +1,13 @@
 """The GPU gives what the interpreter gives where docs/language.md defines a result the
 hardware might not: float→int casts saturate (NaN → 0), and integer division by zero gives
-a quotient of 0 and a remainder equal to the dividend (``MIN / -1`` wraps to ``MIN``)."""
+a quotient of 0 and a remainder equal to the dividend (``MIN / -1`` wraps to ``MIN``).
+
+These rules were written for the back end to implement (the code generator of today casts
+with ``static_cast`` and divides with C's ``/`` and ``%``, undefined there), and they have not
+run on a GPU from this branch: each test is marked ``xfail`` (not strict) with the reason
+"codegen: <rule>", so that a pass shows as XPASS.  When the back end implements a rule, its
+mark goes (or becomes strict).
+"""
 
 from __future__ import annotations
 
@@ -53,7 +60,7 @@ def cast_kernel(source: str, target: str):
     from pathlib import Path
 
     text = (
-        "import phobos.lang as ph\n\n\n@ph.kernel\n"
+        "from __future__ import annotations\n\nimport phobos.lang as ph\n\n\n@ph.kernel\n"
         f"def cast(x: ph.tensor[ph.{source}][N], out: ph.tensor[ph.{target}][N]):\n"
         f"    out[0:+{N}] = ph.{target}(x[0:+{N}])\n"
     )
@@ -65,6 +72,7 @@ def cast_kernel(source: str, target: str):
     return module.cast
 
 
+@pytest.mark.xfail(reason="codegen: float->int casts saturate, NaN gives 0 (docs/language.md)")
 @pytest.mark.parametrize("target", ["i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"])
 @pytest.mark.parametrize("source", ["f32", "f64", "f16"])
 def test_float_to_int_casts_saturate_as_in_the_interpreter(source, target):
@@ -83,7 +91,7 @@ def divide_kernel(dtype: str):
     from pathlib import Path
 
     text = (
-        "import phobos.lang as ph\n\n\n@ph.kernel\n"
+        "from __future__ import annotations\n\nimport phobos.lang as ph\n\n\n@ph.kernel\n"
         f"def divide(a: ph.tensor[ph.{dtype}][N], b: ph.tensor[ph.{dtype}][N],\n"
         f"           q: ph.tensor[ph.{dtype}][N], r: ph.tensor[ph.{dtype}][N]):\n"
         f"    q[0:+{N}] = a[0:+{N}] // b[0:+{N}]\n"
@@ -99,16 +107,23 @@ def divide_kernel(dtype: str):
     return module.divide
 
 
+def typed(values: list[int], dtype: np.dtype) -> np.ndarray:
+    """Python ints as ``dtype``, negative ones wrapped for an unsigned type."""
+    bits = 8 * dtype.itemsize
+    return np.array([v % (1 << bits) if dtype.kind == "u" else v for v in values], dtype)
+
+
+@pytest.mark.xfail(reason="codegen: a / 0 is 0 and a % 0 is a; MIN / -1 is MIN (docs/language.md)")
 @pytest.mark.parametrize("dtype", ["i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"])
 def test_integer_division_by_zero_as_in_the_interpreter(dtype):
     kernel = divide_kernel(dtype)
     np_dtype = NUMPY_DTYPES[dtype]
     info = np.iinfo(np_dtype)
-    a = np.array(
+    a = typed(
         [7, -7, 5, info.min, info.min, 0, 9, 100, info.max, 1, -1, 3, info.min, 13, -13, 0, 0],
-        np.int64,
-    ).astype(np_dtype)
-    b = np.array([0, 0, 0, -1, 1, 0, -2, 3, 0, 0, 0, 7, 0, -5, 5, 3, 0], np.int64).astype(np_dtype)
+        np_dtype,
+    )
+    b = typed([0, 0, 0, -1, 1, 0, -2, 3, 0, 0, 0, 7, 0, -5, 5, 3, 0], np_dtype)
     a[0], b[0] = 7, 0  # the scalar division: 7 / 0
     q, r = np.zeros(17, np_dtype), np.zeros(17, np_dtype)
     kernel[(1,)](a, b, q, r)
