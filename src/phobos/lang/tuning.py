@@ -90,14 +90,15 @@ def choose_variant(
 ) -> dict[str, int]:
     """The compile-time values for this launch (``where`` is "host" or "device")."""
     names = kernel.space.names
+    values = kernel.values_for(fixed)  # unknown names and values that are not ints: refused
     if all(name in fixed for name in names):
-        return kernel.values_for(fixed)
+        return values
     state = _states.get(kernel)
     if where == "host":
         if state is None or not state.by_key:
-            return kernel.values_for(fixed)
+            return values
         found = state.by_key.get(launch_key(kernel, args, fixed, HOST_ARCH))
-        return dict(found.choice) if found is not None else kernel.values_for(fixed)
+        return dict(found.choice) if found is not None else values
     state = state or state_of(kernel)
     signature = launch_signature(args, fixed)
     choice = state.by_launch.get(signature)

@@ -116,7 +116,11 @@ def _encoding_error(data: bytes, filename: str, message: str) -> PhobosError:
         data.decode("utf-8")
     except UnicodeDecodeError as exc:
         return _undecodable(data, filename, "utf-8", exc)
-    return error(Span(filename, 1, 1, 1, 2), f"Python cannot read the file: {message}")
+    return error(
+        Span(filename, 1, 1, 1, 2),
+        f"Python cannot read the file: {message}",
+        help="save the file as UTF-8, with no coding line or a correct one (PEP 263)",
+    )
 
 
 def _undecodable(data: bytes, filename: str, encoding: str, exc: UnicodeDecodeError) -> PhobosError:

@@ -393,6 +393,7 @@ class ExprLowerer(ABC):
             raise error(
                 expr.span,
                 f"a tensor extent must be at most {MAX_TENSOR_EXTENT} (an i64), got {extent}",
+                help="name the extent (`N`) to take it from the array at the launch",
             )
         return extent
 
