@@ -213,3 +213,53 @@ def test_a_launch_past_the_tile_limit_is_an_error_at_the_window():
     assert err.message == "a window length must be at most 131072, got 262144"
     assert err.diagnostics[0].limit == "tile elements"
     assert "out[base:+BLOCK] = x[base:+BLOCK] + 1.0" in str(err)
+
+
+# ------------------------------------------------------------------ modules as Python reads them
+
+
+def import_file(path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+LATIN1 = """\
+# -*- coding: latin-1 -*-
+from __future__ import annotations
+
+import phobos.lang as ph
+
+
+@ph.kernel
+def façade(x: ph.tensor[ph.f32][N], out: ph.tensor[ph.f32][N]):
+    # déjà vu, in latin-1 bytes
+    ﬁrst: ph.let = ph.ctx.block.x * 4
+    out[ﬁrst:+4] = x[ﬁrst:+4] * 2.0
+"""
+
+
+MODULES = {
+    # ﬁ is not latin-1: that module spells the name as Python reads the other one
+    "latin1_kernels": LATIN1.replace("ﬁrst", "first").encode("latin-1"),
+    "bom_kernels": b"\xef\xbb\xbf" + LATIN1.split("\n", 1)[1].encode(),  # UTF-8, a BOM, ﬁrst
+}
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_a_module_python_imports_launches_with_names_beyond_ascii(tmp_path, name):
+    data = MODULES[name]
+    path = tmp_path / f"{name}.py"
+    path.write_bytes(data)
+    kernel = import_file(path).façade
+    x, out = arrays(8)
+    kernel[(2,)](x, out)
+    assert (out == 2 * x).all()
+    source = kernel.source
+    assert "kernel façade(" in source and "let first = ctx.block.x * 4" in source
+    from phobos.compile.syntax import parse
+
+    assert parse(source, "source.ph") == kernel.program.for_kernel("façade").module
