@@ -98,16 +98,18 @@ def sample() -> tuple[nvrtc.Variant, ...]:
 
     seeds = load_seeds()
     found: list[nvrtc.Variant] = []
-    workdir = Path(tempfile.mkdtemp(prefix="phobos-fuzz-nvrtc-"))
-    with warnings.catch_warnings():
+    with (
+        tempfile.TemporaryDirectory(prefix="phobos-fuzz-nvrtc-") as workdir,
+        warnings.catch_warnings(),
+    ):
         warnings.simplefilter("ignore")
         index = 0
         while len(found) < SAMPLE and index < 5000:
             accepted: list[nvrtc.Variant] = []
             inp = make_input(seeds, SEED, index)
-            if run_input(inp, workdir, interpret=False, accepted=accepted).status == ACCEPTED:
-                small = [v for v in accepted if _lanes(v.ir) <= MAX_LANES]
-                found += small[:1]
+            outcome = run_input(inp, Path(workdir), interpret=False, accepted=accepted)
+            if outcome.status == ACCEPTED:
+                found += [v for v in accepted if _lanes(v.ir) <= MAX_LANES][:1]
             index += 1
     return tuple(found)
 

@@ -33,13 +33,14 @@ _WORKDIR: Path | None = None
 _OPTIONS: dict = {}
 
 
-def _setup(options: dict) -> None:
+def _setup(options: dict, parent: str) -> None:
+    """A process's state: the seeds, the options, a folder of its own for the input files."""
     global _SEEDS, _WORKDIR, _OPTIONS
     import warnings
 
     warnings.simplefilter("ignore")
     _SEEDS = load_seeds()
-    _WORKDIR = Path(tempfile.mkdtemp(prefix="phobos-fuzz-"))
+    _WORKDIR = Path(tempfile.mkdtemp(dir=parent))
     _OPTIONS = options
 
 
@@ -82,14 +83,15 @@ def fuzz(
     """Run inputs ``start .. start + inputs`` of ``seed``; every (index, kind, mutations, outcome)."""
     chunk = 200
     tasks = [(seed, i, min(i + chunk, start + inputs)) for i in range(start, start + inputs, chunk)]
-    if jobs <= 1:
-        _setup(options)
-        return [r for task in tasks for r in _run_chunk(task)]
-    results = []
-    with ProcessPoolExecutor(jobs, initializer=_setup, initargs=(options,)) as pool:
-        for part in pool.map(_run_chunk, tasks):
-            results += part
-    return results
+    with tempfile.TemporaryDirectory(prefix="phobos-fuzz-") as parent:
+        if jobs <= 1:
+            _setup(options, parent)
+            return [r for task in tasks for r in _run_chunk(task)]
+        results = []
+        with ProcessPoolExecutor(jobs, initializer=_setup, initargs=(options, parent)) as pool:
+            for part in pool.map(_run_chunk, tasks):
+                results += part
+        return results
 
 
 def summary(results, seconds: float) -> dict:
@@ -138,14 +140,15 @@ def main(argv: list[str] | None = None) -> int:
     options = {"interpret": not args.no_interpret, "nvrtc_every": args.nvrtc_every}
     seeds = load_seeds()
     if args.only is not None:
-        _setup(options)
         inp = make_input(seeds, args.seed, args.only)
         print(f"input {inp.index} ({inp.kind}) from {inp.seed}: {', '.join(inp.mutations)}")
         sys.stdout.write(inp.data.decode("utf-8", "backslashreplace") + "\n")
         accepted: list = []
-        outcome = run_input(inp, _WORKDIR, interpret=options["interpret"], accepted=accepted)
-        if args.nvrtc_every and accepted:
-            outcome = _nvrtc(accepted[0], outcome)
+        with tempfile.TemporaryDirectory(prefix="phobos-fuzz-") as parent:
+            _setup(options, parent)
+            outcome = run_input(inp, _WORKDIR, interpret=options["interpret"], accepted=accepted)
+            if args.nvrtc_every and accepted:
+                outcome = _nvrtc(accepted[0], outcome)
         print(f"--> {outcome.status} ({outcome.stage})\n{outcome.detail}")
         return int(outcome.status == INTERNAL)
     print(f"seeds: {len(seeds)} (digest {seeds_digest(seeds)}); seed {args.seed}; ", end="")
