@@ -16,12 +16,14 @@ for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_name, "1")
 
 import argparse  # noqa: E402
+import contextlib  # noqa: E402
 import json  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 from collections import Counter  # noqa: E402
 from concurrent.futures import ProcessPoolExecutor  # noqa: E402
+from concurrent.futures.process import BrokenProcessPool  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 from tools.fuzz.harness import INTERNAL, Outcome, run_input  # noqa: E402
@@ -33,11 +35,21 @@ _WORKDIR: Path | None = None
 _OPTIONS: dict = {}
 
 
-def _setup(options: dict, parent: str) -> None:
-    """A process's state: the seeds, the options, a folder of its own for the input files."""
+def _setup(options: dict, parent: str, memory_gb: float = 0) -> None:
+    """A process's state: the seeds, the options, a folder of its own for the input files.
+
+    With ``memory_gb``, the process's address space is capped, so that an input that makes
+    the compiler or the interpreter allocate without bound fails with ``MemoryError`` (an
+    internal error, named) instead of waking the machine's out-of-memory killer.
+    """
     global _SEEDS, _WORKDIR, _OPTIONS
     import warnings
 
+    if memory_gb:
+        import resource
+
+        cap = int(memory_gb * 2**30)
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
     warnings.simplefilter("ignore")
     _SEEDS = load_seeds()
     _WORKDIR = Path(tempfile.mkdtemp(dir=parent))
@@ -83,15 +95,52 @@ def fuzz(
     """Run inputs ``start .. start + inputs`` of ``seed``; every (index, kind, mutations, outcome)."""
     chunk = 200
     tasks = [(seed, i, min(i + chunk, start + inputs)) for i in range(start, start + inputs, chunk)]
+    memory_gb = options.pop("memory_gb", 0)
     with tempfile.TemporaryDirectory(prefix="phobos-fuzz-") as parent:
         if jobs <= 1:
-            _setup(options, parent)
+            _setup(options, parent)  # this process: no cap on its memory
             return [r for task in tasks for r in _run_chunk(task)]
-        results = []
-        with ProcessPoolExecutor(jobs, initializer=_setup, initargs=(options, parent)) as pool:
-            for part in pool.map(_run_chunk, tasks):
-                results += part
-        return results
+        results: list = []
+        strikes = dict.fromkeys(tasks, 0)
+        todo = list(tasks)
+        while todo:
+            # A chunk unfinished when two pools broke runs alone: if its pool breaks too, it
+            # is the one that kills its process (killed for memory, or crashed in native code).
+            alone = [t for t in todo if strikes[t] >= 2]
+            shared = [t for t in todo if strikes[t] < 2]
+            for task in alone:
+                done = _in_pool([task], 1, (options, parent, memory_gb))
+                results += done[task] if task in done else _crashed(task)
+            done = _in_pool(shared, jobs, (options, parent, memory_gb))
+            for task in done:
+                results += done[task]
+            todo = [t for t in shared if t not in done]
+            for task in todo:
+                strikes[task] += 1
+        return sorted(results, key=lambda r: r[0])
+
+
+def _in_pool(tasks: list, jobs: int, initargs: tuple) -> dict:
+    """The results of the chunks a pool of ``jobs`` processes finished before it broke, if it did."""
+    done: dict = {}
+    if not tasks:
+        return done
+    pool = ProcessPoolExecutor(jobs, initializer=_setup, initargs=initargs)
+    futures = {pool.submit(_run_chunk, task): task for task in tasks}
+    for future, task in futures.items():
+        with contextlib.suppress(BrokenProcessPool):  # unfinished: the caller runs it again
+            done[task] = future.result()
+    pool.shutdown(wait=True, cancel_futures=True)
+    return done
+
+
+def _crashed(task: tuple[int, int, int]) -> list[tuple[int, str, str, Outcome]]:
+    seed, start, stop = task
+    detail = f"a worker process died running inputs {start} .. {stop - 1} of seed {seed}"
+    return [
+        (i, "?", "", Outcome(INTERNAL, "crash", detail, "the process died"))
+        for i in range(start, stop)
+    ]
 
 
 def summary(results, seconds: float) -> dict:
@@ -136,8 +185,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument("--show", type=int, default=3, help="tracebacks to print (default 3)")
+    parser.add_argument(
+        "--memory-gb",
+        type=float,
+        default=6.0,
+        help="cap each worker's address space (default 6 GiB; 0: no cap)",
+    )
     args = parser.parse_args(argv)
     options = {"interpret": not args.no_interpret, "nvrtc_every": args.nvrtc_every}
+    run_options = {**options, "memory_gb": args.memory_gb}
     seeds = load_seeds()
     if args.only is not None:
         inp = make_input(seeds, args.seed, args.only)
@@ -154,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"seeds: {len(seeds)} (digest {seeds_digest(seeds)}); seed {args.seed}; ", end="")
     print(f"inputs {args.start} .. {args.start + args.inputs - 1}; {args.jobs} job(s)")
     started = time.perf_counter()
-    results = fuzz(args.inputs, args.seed, args.jobs, args.start, **options)
+    results = fuzz(args.inputs, args.seed, args.jobs, args.start, **run_options)
     figures = summary(results, time.perf_counter() - started)
     print(json.dumps(figures, indent=2, ensure_ascii=False))
     shown = 0
