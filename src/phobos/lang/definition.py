@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import numbers
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
 import phobos.compile as compiler
-from phobos.compile import Span
+from phobos.compile import Diagnostic, PhobosError, Span
 from phobos.frontend import Program, translate_file
 from phobos.lang.errors import user_facing
 from phobos.launch import ArgumentBinder, ArrayFields
@@ -112,7 +113,11 @@ class Definition:
         )  # fmt: skip
 
     def values_for(self, fixed: Mapping[str, int]) -> dict[str, int]:
-        """The variant used when ``fixed`` names are given and the rest take the space's default."""
+        """The variant used when ``fixed`` names are given and the rest take the space's default.
+
+        A fixed value must be an integer (a Python or numpy int; not a bool, a float or a
+        string): ``BLOCK=16.9`` is an error at the kernel's line, never truncated.
+        """
         unknown = sorted(set(fixed) - set(self.space.names) - {"NUM_THREADS"})
         if unknown:
             names = ", ".join(self.space.names) or "none"
@@ -120,7 +125,19 @@ class Definition:
                 f"{self.name}[grid](...) got {', '.join(unknown)}, which the kernel's @autotune space "
                 f"does not name (its compile-time names: {names})"
             )
-        return {**self.space.default(), **{k: int(v) for k, v in fixed.items()}}
+        return {**self.space.default(), **{k: self._integer(k, v) for k, v in fixed.items()}}
+
+    def _integer(self, name: str, value: object) -> int:
+        if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+            return int(value)
+        raise PhobosError(
+            Diagnostic(
+                "error",
+                f"the value of '{name}' must be an integer, got {value!r}",
+                self.program.module.kernel(self.name).span,
+                f"give {name}=<int>, one of the values its @autotune space allows",
+            )
+        )
 
     def extents_and_dtypes(
         self, arrays: Sequence[ArrayFields | None]

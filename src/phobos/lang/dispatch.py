@@ -135,9 +135,13 @@ class Dispatcher:
                 pass
         arrays = self._read(args, caller)
         if placement(arrays) == "host":
-            variant = self.choose(grid, args, arrays, values, "host")
+            with self._at(caller):  # a grid that no variant can launch on, say
+                variant = self.choose(grid, args, arrays, values, "host")
             ir = self.lower(variant)
-            dims = resolve_grid(grid, extents_of(ir.params, args), variant)
+            with self._at(caller):
+                dims = resolve_grid(
+                    self.definition.name, grid, extents_of(ir.params, args), variant
+                )
             return compiler.run(ir, dims, [host_view(a) for a in args], race_check=race_check)
         if tuned is not None and not race_check and tuned[0] == values:
             device = self._device(arrays, caller, strict=False)  # its fast path checks the rest
@@ -147,9 +151,10 @@ class Dispatcher:
         with self._at(caller):
             self.definition.checks.check_read(args, arrays)
         device = self._device(arrays, caller, strict=True) or 0
-        variant = self.choose(grid, args, arrays, values, "device", device)
-        if race_check:
-            self.race_check(grid, args, variant)
+        with self._at(caller):
+            variant = self.choose(grid, args, arrays, values, "device", device)
+            if race_check:
+                self.race_check(grid, args, variant)
         loaded = self.load(variant, self.specialization(arrays), device)
         with self._at(caller):
             loaded.launch(grid, args, stream=stream, arrays=arrays)
@@ -291,7 +296,7 @@ class Dispatcher:
         both lines, or the real launch follows (the copies are discarded)."""
         host = [host_copy(a) for a in args]
         ir = self.lower(variant)
-        dims = resolve_grid(grid, extents_of(ir.params, host), variant)
+        dims = resolve_grid(self.definition.name, grid, extents_of(ir.params, host), variant)
         compiler.run(ir, dims, host, race_check=True)
 
     @staticmethod

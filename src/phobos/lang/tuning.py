@@ -29,7 +29,7 @@ from phobos.autotune import (
     default_shape,
     tuning_key,
 )
-from phobos.compile import Diagnostic, Specialization
+from phobos.compile import Diagnostic, PhobosError, Specialization
 from phobos.lang.definition import Definition
 from phobos.lang.errors import DisagreeingVariants
 from phobos.lang.variant import Grid, Lowered, Variant, extents_of, resolve_grid
@@ -157,16 +157,16 @@ class Tuning:
         views, grid, positions = [host_view(a) for a in self.args], self.grid, self.positions
 
         def load(values: Mapping[str, int], ir: Lowered) -> Candidate:
+            # A grid no launch takes is the caller's error, not the variant's: it is raised.
+            dims = resolve_grid(self.definition.name, grid, extents_of(ir.params, views), values)
             found = compiler.accesses(ir)
             written = frozenset(positions[a.tensor] for a in found if a.kind != "load")
             read = frozenset(positions[a.tensor] for a in found if a.kind != "store")
+            return Candidate(lambda: compiler.run(ir, dims, views), written, read)
 
-            def launch() -> None:
-                compiler.run(ir, resolve_grid(grid, extents_of(ir.params, views), values), views)
-
-            return Candidate(launch, written, read)
-
-        return self._problem(HOST_ARCH)(args=views, compile=lower, load=load, timer=CpuTimer())
+        return self._problem(HOST_ARCH)(
+            args=views, compile=pruned_past_limits(lower), load=load, timer=CpuTimer()
+        )
 
     def device_problem(self, target: tuple[int, str, Specialization], load: Load) -> Problem:
         """Variants compiled through the kernel cache and launched on the GPU arrays.
@@ -192,8 +192,8 @@ class Tuning:
             read = frozenset(positions[t.name] for t in tensors if t.read)
             return Candidate(lambda: loaded.launch(grid, args, stream=stream), written, read)
 
-        compile_variant = partial(
-            compiler.compile_cached, module, self.definition.name, arch=arch, spec=spec
+        compile_variant = pruned_past_limits(
+            partial(compiler.compile_cached, module, self.definition.name, arch=arch, spec=spec)
         )
         return self._problem(arch)(
             args=list(args), compile=compile_variant, load=load_variant, timer=DeviceTimer(stream)
@@ -222,3 +222,25 @@ class Tuning:
             exempt=frozenset({"NUM_THREADS", *fixed}),
             describe=", ".join([*(f"{n}={v}" for n, v in extents.items()), arch]),
         )
+
+
+def pruned_past_limits(
+    build: Callable[[Mapping[str, int]], Any],
+) -> Callable[[Mapping[str, int]], Any]:
+    """``build`` (a variant's lowering, or its compile) with a variant that only exceeds
+    limits raised as ``Unfit``: pruned, with the checker's first line.
+
+    A variant whose tiles have more lanes than ``phobos.compile``'s limits allow is too
+    large to build, not a mistake in the kernel; the checker refuses it before any code
+    is generated, so it is never compiled.  Any other error is raised as it is.
+    """
+
+    def build_or_prune(values: Mapping[str, int]) -> Any:
+        try:
+            return build(values)
+        except PhobosError as exc:
+            if exc.only_limits:
+                raise Unfit(str(exc).splitlines()[0]) from None
+            raise
+
+    return build_or_prune

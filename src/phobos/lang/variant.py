@@ -6,6 +6,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from phobos.launch import call_grid, grid_dims
+
 Grid = Sequence[int] | Callable[[Mapping[str, int]], Sequence[int]]
 
 
@@ -79,17 +81,16 @@ def extents_of(params: Sequence[object], args: Sequence[Any]) -> dict[str, int]:
 
 
 def resolve_grid(
-    grid: Grid, extents: Mapping[str, int], values: Mapping[str, int]
-) -> tuple[int, ...]:
-    """A grid tuple, or ``lambda meta: ...`` called with the extents and compile-time values."""
+    name: str, grid: Grid, extents: Mapping[str, int], values: Mapping[str, int]
+) -> tuple[int, int, int]:
+    """The block counts of an interpreter launch of kernel ``name``, by the GPU launcher's rule.
+
+    ``grid`` is a tuple of 1 to 3 counts, or ``lambda meta: ...`` called with the
+    variant's compile-time values and the named extents; ``phobos.launch``'s ``call_grid``
+    and ``grid_dims`` check it exactly as a GPU launch does (ints only, within the hardware
+    limits) and raise its ``LaunchError``.  A grid with a zero launches nothing: ``(0, 1, 1)``.
+    """
     if callable(grid):
-        grid = grid({**extents, **values})
-    if isinstance(grid, int):
-        grid = (grid,)
-    try:
-        dims = tuple(int(g) for g in grid)
-    except TypeError:
-        raise TypeError(f"a grid is a tuple of 1 to 3 ints, got {grid!r}") from None
-    if not 1 <= len(dims) <= 3 or any(d < 1 for d in dims):
-        raise ValueError(f"a grid is 1 to 3 positive ints, got {dims}")
-    return dims
+        grid = call_grid(name, grid, {**values, **extents})
+    dims = grid_dims(name, grid)
+    return (0, 1, 1) if dims is None else dims

@@ -21,6 +21,7 @@ from phobos.compile.diagnostics import error
 from phobos.compile.ir import nodes as ir
 from phobos.compile.specialization import Specialization, TensorSpecialization
 from phobos.compile.syntax import ast, parse
+from phobos.compile.syntax.encoding import read_ph
 from phobos.compile.toolchain import Resources, compile_cuda
 
 if TYPE_CHECKING:  # the back end needs numpy (phobos-compile[cuda]); parsing and lowering do not
@@ -48,7 +49,7 @@ class CompiledKernel:
 def parse_file(path: str | Path) -> ast.Module:
     """Read and parse a ``.ph`` file; errors name the path as given."""
     path = Path(path)
-    return parse(path.read_text(encoding="utf-8"), str(path))
+    return parse(read_ph(path), str(path))
 
 
 def default_specialization(

@@ -35,6 +35,7 @@ from phobos.launch.errors import (
     LaunchError,
     LaunchWarning,
 )
+from phobos.launch.grid import call_grid, grid_dims
 from phobos.launch.kernel import LoadedKernel, load_kernel
 from phobos.launch.native import SteadyState, steady_call
 from phobos.launch.streams import current_stream_of, library_of
@@ -43,9 +44,9 @@ from phobos.launch.streams import current_stream_of, library_of
 __all__ = [
     "FORMAT_VERSION", "HOST", "ArgumentBinder", "ArrayFields", "Binding", "ContractError",
     "CudaDriver", "CudaError", "Driver", "DriverNotFound", "LaunchContract", "LaunchError",
-    "LaunchWarning", "LoadedKernel", "SteadyState", "alignment_of", "array_library",
-    "current_stream_of", "host_copy", "host_view", "index64_of", "library_of", "load_kernel",
-    "needs_index64", "read_arguments", "read_contract", "shared_driver", "specialization_of",
-    "steady_call", "unit_stride_of",
+    "LaunchWarning", "LoadedKernel", "SteadyState", "alignment_of", "array_library", "call_grid",
+    "current_stream_of", "grid_dims", "host_copy", "host_view", "index64_of", "library_of",
+    "load_kernel", "needs_index64", "read_arguments", "read_contract", "shared_driver",
+    "specialization_of", "steady_call", "unit_stride_of",
 ]
 # fmt: on
