@@ -68,8 +68,6 @@ CASES = [
     # phobos-compile: files
     (COMPILE, ["{missing}", "--emit", "phobos"], {}, 1, "missing.ph"),
     (COMPILE, ["{folder}", "--emit", "phobos"], {}, 1, "folder"),
-    (COMPILE, ["{latin1}", "--emit", "phobos"], {}, 1, "not UTF-8"),
-    (COMPILE, ["{random}", "--emit", "ir"], {}, 1, "not UTF-8"),
     (COMPILE, ["{python}", "--emit", "phobos"], {}, 2, "is Python"),
     (COMPILE, ["{empty}", "--emit", "ir"], {}, 1, "no kernel"),
     # phobos-compile: environment and folders
@@ -153,6 +151,25 @@ def test_one_error_line_and_a_non_zero_exit(files, tmp_path, command, argv, env,
     assert len(lines) == 1, done.stderr
     assert lines[0].startswith(f"{command[0]}: error: "), lines[0]
     assert word.format(**files) in lines[0], lines[0]
+
+
+@pytest.mark.parametrize(
+    ("name", "argv", "where"),
+    [("latin1", ["--emit", "phobos"], "1:11"), ("random", ["--emit", "ir"], "1:1")],
+)
+def test_a_ph_file_that_is_not_utf8_is_an_error_at_its_first_bad_byte(
+    files, tmp_path, name, argv, where
+):
+    """phobos-compile reports a .ph file's bytes as it reports any mistake in the program: at
+    the line and column of the first byte that does not decode, the line shown, a help line
+    (docs/compiling.md, Errors); exit status 1 and no traceback, as for every bad input."""
+    path = files[name]
+    done = _run(COMPILE, [path, *argv], {}, tmp_path)
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 1, done.stderr
+    lines = done.stderr.splitlines()
+    assert lines[0].startswith(f"{path}:{where}: error: the file is not valid UTF-8: "), lines[0]
+    assert lines[-1].startswith("help: a .ph file is UTF-8 text"), done.stderr
 
 
 @pytest.mark.parametrize("command", [COMPILE, CACHE, PH2PY, LAUNCH], ids=lambda c: c[0])
