@@ -91,8 +91,21 @@ def public_names(package: str, folder: Path) -> list[tuple[str, str]]:
     for node in tree.body:
         if isinstance(node, ast.ImportFrom) and node.module:
             for alias in node.names:
-                origin[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+                origin[alias.asname or alias.name] = _defined_in(node.module, alias.name)
     return [(name, origin.get(name, f"{package}.{name}")) for name in module.__all__]
+
+
+def _defined_in(module: str, name: str) -> str:
+    """``module.name``, or where ``module`` takes ``name`` from lazily (``from phobos.compile
+    import PhobosError`` in phobos.lang: phobos.compile's ``_EXPORTS`` says where it lives,
+    which is what mkdocstrings can find)."""
+    try:
+        exported = getattr(importlib.import_module(module), "_EXPORTS", None)
+    except ImportError:
+        exported = None
+    if exported is not None and name in exported:
+        return f"{exported[name]}.{name}"
+    return f"{module}.{name}"
 
 
 def api_page(package: str, distribution: str, folder: Path) -> str:
