@@ -137,7 +137,7 @@ def api_page(package: str, distribution: str, folder: Path) -> str:
         ]
     if package == "phobos.lang":
         lines += [
-            "::: phobos.lang.kernel.launcher",
+            "::: phobos.lang.dispatch.Dispatcher.launcher",  # what kernel[grid] returns
             "    options:",
             "      show_root_heading: true",
             "      heading_level: 2",
