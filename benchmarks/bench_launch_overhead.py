@@ -14,7 +14,6 @@ from __future__ import annotations
 import ctypes
 import statistics
 import struct
-import threading
 import time
 
 import torch
@@ -22,7 +21,6 @@ import triton
 
 from benchmarks.bench_01_vector_add import triton_add, vector_add
 from benchmarks.common import environment, write_json
-from phobos.launch.fastpath import LaunchTarget, compile_fast_launch
 from phobos.launch.native import native_status
 
 N = 1024
@@ -114,20 +112,7 @@ def per_call_us(call, count: int = 20000) -> float:
 def python_fast_path(loaded, args):
     """The generated-Python fast path for the same kernel and signature (the native path's
     fallback), to measure the two side by side."""
-    binder = loaded._binder
-    on_device = loaded._devices[0]
-    target = LaunchTarget(
-        device=0,
-        function=on_device.handle,
-        launch=loaded.driver.launch,
-        launch_entry=None,
-        pointer_entry=None,
-        block=loaded.parameter_block(),
-        owner=threading.get_ident(),
-        other_thread=lambda grid, args, stream: None,
-        meta=dict(loaded.contract.values),
-    )
-    return compile_fast_launch(binder, binder.plan(args), args, target)
+    return loaded.fast_path(args, 0, native=False)
 
 
 def breakdown(x, y, out, lam) -> dict:
@@ -152,7 +137,7 @@ def main() -> dict:
     grid = (triton.cdiv(N, block),)
     vector_add[grid](x, y, out, BLOCK=block)
     torch.testing.assert_close(out, x + y)
-    loaded = vector_add.last_launch[1]  # the LoadedKernel that launch used
+    loaded = vector_add.dispatcher.steady.last_launch[1]  # the LoadedKernel that launch used
     compiled = vector_add.compile(arch="sm_90", BLOCK=block)
     bare, bare_ex = bare_launchers(compiled, x, y, out)
     for launch in (bare, bare_ex):

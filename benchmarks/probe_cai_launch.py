@@ -41,7 +41,7 @@ def measure(library: str) -> dict:
     vector_add[grid](x, y, out, BLOCK=1024)
     torch.cuda.synchronize()
     np.testing.assert_allclose(to_host(out), expected, rtol=1e-6)
-    loaded = vector_add.last_launch[1]
+    loaded = vector_add.dispatcher.steady.last_launch[1]
     args = (x, y, out)
     python_try = python_fast_path(loaded, args)
     assert python_try(grid, args, None) == 0

@@ -15,7 +15,7 @@ import torch
 
 from benchmarks.common import ROOT, environment, median_ms, write_json
 from phobos.compile.pipeline import compile_file
-from phobos.lang.gpu import device_arch
+from phobos.lang.dispatch import device_arch
 from phobos.launch import load_kernel
 
 SPACE = "BM in {128, 64}, BN in {128, 64}, BK in {64, 32}"

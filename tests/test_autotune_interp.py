@@ -25,7 +25,8 @@ from phobos.autotune import (
     NoVariantPassed,
     Options,
 )
-from phobos.lang import tuning
+from phobos.lang import dispatch, tuning
+from phobos.launch import read_arguments
 
 FAST = Options(budget_s=0.0, warmup=0, min_repeats=1, progress=False)
 
@@ -273,8 +274,6 @@ def test_every_variant_leaving_elements_unwritten_is_no_variant_passed():
 def test_a_gpu_launch_uses_the_choice_kernel_autotune_made_in_this_process(monkeypatch):
     """A launch that would tune takes a key this process tuned already (with its own options,
     such as on_disagreement="default") rather than tuning again."""
-    from phobos.lang import gpu
-
     x, out = arrays(100)
     fresh = ph.kernel(scale_bug32.__wrapped__)
     trusting = Options(**{**FAST.__dict__, "on_disagreement": "default"})
@@ -283,10 +282,11 @@ def test_a_gpu_launch_uses_the_choice_kernel_autotune_made_in_this_process(monke
     def no_tuning(*args, **kwargs):
         raise AssertionError("tuned again")
 
-    monkeypatch.setattr(tuning, "tune", no_tuning)
-    monkeypatch.setattr(tuning, "_chip", lambda args: tuning.HOST_ARCH)
-    monkeypatch.setattr(gpu, "device_of", lambda args: 0)
-    assert tuning.choose_variant(fresh, cdiv_grid, [x, out, 2.0], {}, "device") == choice
+    dispatcher = fresh.dispatcher
+    monkeypatch.setattr(dispatcher, "tune", no_tuning)
+    monkeypatch.setattr(dispatcher, "chip", lambda device: tuning.HOST_ARCH)
+    args = [x, out, 2.0]
+    assert dispatcher.choose(cdiv_grid, args, read_arguments(args), {}, "device", 0) == choice
 
 
 def test_compile_errors_and_the_size_rule_are_reported():
@@ -318,9 +318,13 @@ def test_a_keyword_fixes_a_name_and_the_rest_is_tuned():
 def test_a_host_launch_uses_the_default_until_tuned_explicitly():
     x = np.arange(64, dtype=np.float32)
     fresh = ph.kernel(double_in_place.__wrapped__)
-    assert tuning.choose_variant(fresh, cdiv_grid, [x], {}, "host") == {"BLOCK": 64}
+
+    def choose():
+        return fresh.dispatcher.choose(cdiv_grid, [x], read_arguments([x]), {}, "host")
+
+    assert choose() == {"BLOCK": 64}
     choice = fresh.autotune(x, grid=cdiv_grid, options=FAST)
-    assert tuning.choose_variant(fresh, cdiv_grid, [x], {}, "host") == choice
+    assert choose() == choice
     fresh[cdiv_grid](x)
     assert (x == 2 * np.arange(64)).all()
 
@@ -344,12 +348,16 @@ def test_the_key_rounds_extents_and_can_be_overridden():
     b = np.zeros(1000, dtype=np.float32)
     c = np.zeros(1025, dtype=np.float32)
     fresh = ph.kernel(double_in_place.__wrapped__)
-    key = tuning.launch_key
-    assert key(fresh, [a], {}, "cpu-interpreter") == key(fresh, [b], {}, "cpu-interpreter")
-    assert key(fresh, [b], {}, "cpu-interpreter") != key(fresh, [c], {}, "cpu-interpreter")
-    assert key(fresh, [b], {}, "sm_90") != key(fresh, [b], {}, "sm_80")
+
+    def key(array, chip="cpu-interpreter"):
+        state = fresh.dispatcher.tuning
+        return tuning.launch_key(fresh.definition, state, read_arguments([array]), {}, chip)
+
+    assert key(a) == key(b)
+    assert key(b) != key(c)
+    assert key(b, "sm_90") != key(b, "sm_80")
     fresh.tuning_key(lambda extents, dtypes: {"N": extents["N"]})
-    assert key(fresh, [a], {}, "cpu-interpreter") != key(fresh, [b], {}, "cpu-interpreter")
+    assert key(a) != key(b)
 
 
 def test_a_second_process_reuses_the_result_without_running_a_variant(tmp_path):
@@ -384,34 +392,27 @@ def test_a_second_process_reuses_the_result_without_running_a_variant(tmp_path):
 
 def test_the_in_process_choice_is_kept_per_device(monkeypatch):
     """Arrays on two GPUs tune twice; the same GPU again reuses its choice."""
-    from phobos.lang import gpu
-
-    class OnDevice:
-        def __init__(self, device: int) -> None:
-            self.shape = (100,)
-            self.dtype = "float32"
-            self.device = device
-
     tuned = []
 
-    def fake_tune(kernel, grid, args, fixed, where, options=None):
-        tuned.append(args[0].device)
+    def fake_tune(grid, args, fixed, options=None, arrays=None, device=None):
+        tuned.append(device)
         return {"BLOCK": 16 * len(tuned)}
 
-    monkeypatch.setattr(tuning, "tune", fake_tune)
-    monkeypatch.setattr(gpu, "device_of", lambda args: args[0].device)
     fresh = ph.kernel(scale_bug32.__wrapped__)
-    first = tuning.choose_variant(fresh, cdiv_grid, [OnDevice(0)], {}, "device")
-    second = tuning.choose_variant(fresh, cdiv_grid, [OnDevice(1)], {}, "device")
-    again = tuning.choose_variant(fresh, cdiv_grid, [OnDevice(0)], {}, "device")
+    monkeypatch.setattr(fresh.dispatcher, "tune", fake_tune)
+    x = np.zeros(100, dtype=np.float32)
+    args = [x, x, 2.0]
+
+    def choose(device):
+        return fresh.dispatcher.choose(cdiv_grid, args, read_arguments(args), {}, "device", device)
+
+    first, second, again = choose(0), choose(1), choose(0)
     assert tuned == [0, 1]
     assert (first, second, again) == ({"BLOCK": 16}, {"BLOCK": 32}, {"BLOCK": 16})
 
 
 def test_a_gpu_tuning_key_names_the_chip_not_only_its_architecture(monkeypatch):
     """An H100 and an H200 are both sm_90a; their results are kept apart."""
-    import phobos.launch
-    from phobos.lang import gpu, tuning
 
     class Driver:
         def compute_capability(self, device):
@@ -420,8 +421,6 @@ def test_a_gpu_tuning_key_names_the_chip_not_only_its_architecture(monkeypatch):
         def device_name(self, device):
             return ("NVIDIA H100 80GB HBM3", "NVIDIA H200")[device]
 
-    monkeypatch.setattr(phobos.launch, "shared_driver", Driver)
-    monkeypatch.setattr(gpu, "shared_driver", Driver)
-    monkeypatch.setattr(gpu, "device_of", lambda args: args[0])
-    assert tuning._chip([0]) == "sm_90a NVIDIA H100 80GB HBM3"
-    assert tuning._chip([1]) == "sm_90a NVIDIA H200"
+    monkeypatch.setattr(dispatch, "shared_driver", Driver)
+    assert dispatch.Dispatcher.chip(0) == "sm_90a NVIDIA H100 80GB HBM3"
+    assert dispatch.Dispatcher.chip(1) == "sm_90a NVIDIA H200"

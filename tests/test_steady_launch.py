@@ -3,11 +3,11 @@ built) goes straight to the last kernel's ``try_launch``; every other call takes
 
 from __future__ import annotations
 
-import importlib
-
 import pytest
 
 import phobos.lang as ph
+from phobos.lang.dispatch import Dispatcher
+from phobos.lang.variant import Variant
 from phobos.launch import LaunchError
 from phobos.launch.native import native_module
 from tests.gpu.saxpy_kernel import saxpy
@@ -27,7 +27,7 @@ class FakeLoaded:
         self.tries.append((grid, args, stream))
         return self.answer
 
-    def launch(self, grid, args, *, stream=None):
+    def launch(self, grid, args, *, stream=None, arrays=None):
         if self.refusal is not None:
             raise self.refusal
         self.launches.append((grid, tuple(args), stream))
@@ -35,19 +35,17 @@ class FakeLoaded:
 
 @pytest.fixture
 def gpu_launches(monkeypatch):
-    """Every launch phobos.lang hands to the GPU module, made on a fresh FakeLoaded."""
-    from phobos.lang import gpu
-
+    """Every variant phobos.lang loads, a fresh FakeLoaded (on GPU 0, no driver asked)."""
+    dispatcher = Dispatcher(saxpy.definition)
     made: list[FakeLoaded] = []
 
-    def launch(kernel, grid, args, values, *, stream):
-        loaded = FakeLoaded()
-        loaded.launch(grid, args, stream=stream)
-        made.append(loaded)
-        return loaded
+    def load(variant, spec, device, compiled=None):
+        made.append(FakeLoaded())
+        return made[-1]
 
-    monkeypatch.setattr(gpu, "launch", launch)
-    monkeypatch.setattr(saxpy, "last_launch", None)
+    monkeypatch.setattr(dispatcher, "load", load)
+    monkeypatch.setattr(dispatcher, "_device", lambda arrays, caller, strict: 0)
+    monkeypatch.setattr(saxpy, "dispatcher", dispatcher)
     monkeypatch.setattr(saxpy, "_last_indexed", None)
     return made
 
@@ -88,27 +86,20 @@ def test_other_calls_take_the_python_path(gpu_launches, monkeypatch, native):
     launch(x, y, out, 2.0, BLOCK=256)  # another variant: chosen and launched afresh
     assert len(gpu_launches) == 2 and len(first.tries) == 1
 
-    from phobos.lang import gpu
-
     checked = []
-    monkeypatch.setattr(gpu, "race_check", lambda *args: checked.append(args))
+    monkeypatch.setattr(saxpy.dispatcher, "race_check", lambda *args: checked.append(args))
     second = gpu_launches[1]
     launch(x, y, out, 2.0, BLOCK=256, race_check=True)  # checks races, then launches
     assert len(checked) == 1 and len(gpu_launches) == 3 and second.tries == []
 
 
-def test_a_refusal_after_the_steady_state_is_reported_at_the_call(gpu_launches):
+def test_a_refusal_after_the_steady_state_is_reported_at_the_call(gpu_launches, monkeypatch):
     x, y, out = DeviceArray(100), DeviceArray(100), DeviceArray(100)
     saxpy[(1,)](x, y, out, 2.0, BLOCK=128)
     (loaded,) = gpu_launches
     loaded.answer = None
-    loaded.refusal = LaunchError("saxpy: y: expected a f32 tensor, got f16 (shape (100,))", "y")
-    from phobos.lang import gpu
-
-    def refuse(kernel, grid, args, values, *, stream):
-        raise loaded.refusal
-
-    gpu.launch = refuse  # restored by the fixture's monkeypatch
+    loaded.refusal = LaunchError("saxpy: y: not aligned as the variant assumed", "y")
+    monkeypatch.setattr(saxpy.dispatcher, "load", lambda *args: loaded)
     with pytest.raises(ph.PhobosError) as info:
         saxpy[(1,)](x, y, out, 2.0, BLOCK=128)  # the refused line
     rendered = str(info.value)
@@ -131,26 +122,19 @@ def test_an_interrupt_in_try_launch_goes_up(gpu_launches):
         saxpy[(1,)](x, y, out, 2.0, BLOCK=128)
 
 
-class TypedDeviceArray(DeviceArray):
-    dtype = "float32"
-
-
 def test_a_tuned_launch_of_the_same_signature_takes_the_tuned_variants_fast_path(
     gpu_launches, monkeypatch
 ):
     """Names left to the tuner: the variant chosen for these shapes, dtypes and GPU is
     launched on its fast path until the signature or the keywords change."""
-    kernel_module = importlib.import_module("phobos.lang.kernel")  # ph.kernel is the decorator
     chosen = []
 
-    def choose(kernel, grid, args, fixed, where):
+    def choose(grid, args, arrays, fixed, where, device=0):
         chosen.append(args[0].shape)
-        return {"BLOCK": 128, **fixed}
+        return Variant.of({"BLOCK": 128, **fixed})
 
-    monkeypatch.setattr(kernel_module, "choose_variant", choose)
-    monkeypatch.setattr(importlib.import_module("phobos.lang.gpu"), "device_of", lambda args: 0)
-    monkeypatch.setattr(saxpy, "last_tuned", None)
-    x, y, out = (TypedDeviceArray(100) for _ in range(3))
+    monkeypatch.setattr(saxpy.dispatcher, "choose", choose)
+    x, y, out = (DeviceArray(100) for _ in range(3))
     saxpy[(1,)](x, y, out, 2.0)
     (loaded,) = gpu_launches
     saxpy[(1,)](x, y, out, 3.0)
@@ -158,7 +142,7 @@ def test_a_tuned_launch_of_the_same_signature_takes_the_tuned_variants_fast_path
     assert chosen == [(100,)] and len(gpu_launches) == 1
     assert loaded.tries == [((1,), (x, y, out, 3.0), None), ((1,), (x, y, out, 4.0), 5)]
 
-    longer = [TypedDeviceArray(200) for _ in range(3)]
+    longer = [DeviceArray(200) for _ in range(3)]
     saxpy[(1,)](*longer, 2.0)  # another signature: chosen again, launched afresh
     assert chosen == [(100,), (200,)] and len(gpu_launches) == 2
 
@@ -167,4 +151,4 @@ def test_a_tuned_launch_of_the_same_signature_takes_the_tuned_variants_fast_path
     assert chosen == [(100,), (200,), (200,)] and len(gpu_launches) == 3
 
     saxpy[(1,)](*longer, 2.0, BLOCK=256)  # every name fixed: the tuned state is dropped
-    assert saxpy.last_tuned is None and saxpy.last_launch is not None
+    assert saxpy.dispatcher.tuned is None and saxpy.dispatcher.steady.last_launch is not None

@@ -99,7 +99,7 @@ def test_refusal_after_the_steady_state_is_located_at_the_launch_line(torch):
     out = torch.empty_like(x)
     for _ in range(3):
         saxpy[(1,)](x, y, out, 2.0, BLOCK=128)
-    assert saxpy.last_launch[1].try_launch((1,), (x, y, out, 2.0), None) == 0
+    assert saxpy.dispatcher.steady.last_launch[1].try_launch((1,), (x, y, out, 2.0), None) == 0
     half = torch.randn(100, device="cuda", dtype=torch.float16)
     with pytest.raises(ph.PhobosError) as info:
         saxpy[(1,)](x, half, out, 2.0, BLOCK=128)  # the launch line

@@ -92,7 +92,7 @@ def test_saxpy_steady_state_runs_in_c_and_stays_right():
     saxpy[GRID](x, y, out, 2.0, BLOCK=256)
     launch = saxpy[GRID]
     assert type(launch).__name__ == "SteadyCall"
-    assert type(saxpy.last_launch[1].try_launch).__name__ == "FastLaunch"
+    assert type(saxpy.dispatcher.steady.last_launch[1].try_launch).__name__ == "FastLaunch"
     side = torch.cuda.Stream()
     for n, alpha, stream in [(4096, 3.0, None), (1000, -1.5, None), (70_001, 0.25, side)]:
         x, y = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
@@ -102,4 +102,4 @@ def test_saxpy_steady_state_runs_in_c_and_stays_right():
         torch.cuda.synchronize()
         assert not out.isnan().any(), "some elements were never written"
         torch.testing.assert_close(out, alpha * x + y)
-    assert saxpy.last_launch[1].try_launch(GRID, (x, y, out, 2.0), None) == 0
+    assert saxpy.dispatcher.steady.last_launch[1].try_launch(GRID, (x, y, out, 2.0), None) == 0

@@ -71,7 +71,7 @@ def test_check_names_the_out_of_date_files_and_writes_nothing(
     assert main(["--check", str(tmp_path)]) == 1
     out = capsys.readouterr().out
     assert out == (
-        f"{missing.with_suffix('.py')} is out of date with {missing}\n"
+        f"{missing.with_suffix('.py')} is missing: ph2py would write it from {missing}\n"
         f"{stale.with_suffix('.py')} is out of date with {stale}\n"
     )
     assert not missing.with_suffix(".py").exists()

@@ -36,46 +36,53 @@ def test_torch_operations_snapshot_poison_restore_and_compare():
     assert not flags.any() and ops_for(flags).count(ops_for(flags).holds_poison(flags)) == 5
 
 
-class FakeCuda:
+class FakeDriver:
+    """The calls of phobos-launch's ``CudaDriver`` that the device timer makes."""
+
     def __init__(self) -> None:
         self.calls: list[tuple] = []
         self.next_event = 100
 
-    def l2_bytes(self) -> int:
+    def current_device(self) -> int:
+        return 3
+
+    def l2_cache_bytes(self, device: int) -> int:
+        assert device == 3
         return 50 << 20
 
-    def alloc(self, nbytes: int) -> int:
+    def allocate(self, nbytes: int) -> int:
         self.calls.append(("alloc", nbytes))
         return 7
 
     def free(self, pointer: int) -> None:
         self.calls.append(("free", pointer))
 
-    def event(self) -> int:
+    def create_event(self, timed: bool = False) -> int:
+        assert timed
         self.next_event += 1
         return self.next_event
 
-    def record(self, event: int, stream: int) -> None:
+    def record_event(self, event: int, stream: int) -> None:
         self.calls.append(("record", event, stream))
 
-    def memset(self, pointer: int, nbytes: int, stream: int) -> None:
+    def memset_async(self, pointer: int, nbytes: int, stream: int) -> None:
         self.calls.append(("flush", pointer, nbytes, stream))
 
     def elapsed_ms(self, start: int, end: int) -> float:
         return float(end - start)
 
-    def destroy(self, event: int) -> None:
+    def destroy_event(self, event: int) -> None:
         self.calls.append(("destroy", event))
 
-    def synchronize(self, stream: int) -> None:
+    def synchronize_stream(self, stream: int) -> None:
         self.calls.append(("sync", stream))
 
 
 def test_device_timer_flushes_l2_before_each_repeat_and_queues_them_all(monkeypatch):
-    import phobos.autotune.cuda as cuda_module
+    import phobos.autotune.timing as timing
 
-    fake = FakeCuda()
-    monkeypatch.setattr(cuda_module, "CudaTiming", lambda: fake)
+    fake = FakeDriver()
+    monkeypatch.setattr(timing, "shared_driver", lambda: fake)
     timer = DeviceTimer(stream=5)
     assert fake.calls == [("alloc", 100 << 20)]
     log = fake.calls

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from phobos.cache import Cache, CacheWarning
+from phobos.cache import Cache
 from phobos.cache.cli import main
 
 
@@ -76,9 +76,51 @@ def test_prune_and_clear(cache: Cache, kernel, capsys: pytest.CaptureFixture[str
     os.utime(stale, (0, 0))
     assert _run(cache.root, "prune") == 0
     assert "deleted 1 stale temporary folders" in capsys.readouterr().out
-    assert _run(cache.root, "clear") == 0
+    assert _run(cache.root, "clear", "--dry-run") == 0
+    assert "would remove 3 entries" in capsys.readouterr().out
+    assert len(cache.keys()) == 3
+    assert _run(cache.root, "clear") == 1  # not a terminal: needs --yes
+    assert "add --yes" in capsys.readouterr().err
+    assert len(cache.keys()) == 3
+    assert _run(cache.root, "clear", "--yes") == 0
     assert "removed 3 entries" in capsys.readouterr().out
     assert cache.keys() == []
+
+
+def test_clear_asks_on_a_terminal(
+    cache: Cache, kernel, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache.put(*kernel("a"))
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: True, raising=False)
+    monkeypatch.setattr("builtins.input", lambda prompt: "n")
+    assert _run(cache.root, "clear") == 1
+    assert "nothing removed" in capsys.readouterr().out and len(cache.keys()) == 1
+    monkeypatch.setattr("builtins.input", lambda prompt: "y")
+    assert _run(cache.root, "clear") == 0
+    assert cache.keys() == []
+
+
+def test_a_root_that_is_not_there_is_not_made(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    typo = tmp_path / "cahce"
+    assert _run(typo, "list") == 1
+    assert capsys.readouterr().err.startswith("phobos-cache: error: --root ")
+    assert not typo.exists()
+    monkeypatch.setenv("PHOBOS_CACHE_DIR", str(typo))
+    assert main(["list"]) == 0  # the default root, not made yet: nothing to list
+    assert "no kernel cache at" in capsys.readouterr().out
+    assert not typo.exists()
+
+
+def test_info_lists_the_files(cache: Cache, kernel, capsys: pytest.CaptureFixture[str]) -> None:
+    key, record, files = kernel()
+    cache.put(key, record, files)
+    assert _run(cache.root, "info", key[:8]) == 0
+    out = capsys.readouterr().out
+    listed = out.split("files:\n", 1)[1].split("record:", 1)[0]
+    for name in files:
+        assert f"  {name}  " in listed
 
 
 def test_a_bad_size_bound_is_a_message_not_a_traceback(
@@ -92,6 +134,7 @@ def test_a_bad_size_bound_is_a_message_not_a_traceback(
 
 
 def test_the_cli_runs_in_a_fresh_process(root: Path) -> None:
+    root.mkdir()
     done = subprocess.run(
         [sys.executable, "-m", "phobos.cache.cli", "--root", str(root), "list"],
         capture_output=True,
@@ -102,8 +145,26 @@ def test_the_cli_runs_in_a_fresh_process(root: Path) -> None:
     assert "0 entries" in done.stdout
 
 
-def test_unwritable_root_still_lists(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_unusable_root_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A root that cannot be a folder is one error line and status 1, not an empty 'in memory'
+    listing with status 0."""
     (tmp_path / "file").write_text("")
-    with pytest.warns(CacheWarning, match="in memory"):
-        assert _run(tmp_path / "file" / "cache", "list") == 0
-    assert "in memory" in capsys.readouterr().out
+    assert _run(tmp_path / "file" / "cache", "list") == 1
+    assert _run(tmp_path / "file", "list") == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    first, second = captured.err.splitlines()
+    assert first.startswith("phobos-cache: error: --root ") and "no such folder" in first
+    assert "is not a folder" in second
+
+
+def test_an_unwritable_root_still_lists_but_is_not_cleared(
+    cache: Cache, kernel, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache.put(*kernel("a"))
+    monkeypatch.setattr(Cache, "in_memory", property(lambda self: True))
+    assert _run(cache.root, "list") == 0
+    assert capsys.readouterr().out.startswith("KEY")
+    assert _run(cache.root, "clear", "--yes") == 1
+    assert "cannot be written here: clear needs to" in capsys.readouterr().err
+    assert len(cache.keys()) == 1

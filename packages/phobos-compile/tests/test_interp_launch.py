@@ -190,11 +190,25 @@ def test_argument_count():
     assert caught.value.span == KERNEL.span
 
 
-@pytest.mark.parametrize("grid", [(), (1, 1, 1, 1), (0,), (2, -1), (1.0,), (True,), 4, "1"])
-def test_grid_must_be_one_to_three_positive_ints(grid):
+@pytest.mark.parametrize("grid", [(), (1, 1, 1, 1), (2, -1), (1.0,), (True,), 4, "1"])
+def test_grid_must_be_one_to_three_counts(grid):
     err = launch_error(grid=grid)
-    assert err.message == (f"the grid of 'scale' must be 1 to 3 positive integers, got {grid!r}")
+    assert err.message == (
+        f"the grid of 'scale' must be 1 to 3 integers of at least 0, got {grid!r}"
+    )
     assert err.span == KERNEL.span
+
+
+@pytest.mark.parametrize("grid", [(0,), (2, 0), (0, 0, 0)])
+def test_a_grid_with_a_zero_runs_no_block(grid):
+    args = good_args()
+    run(KERNEL, grid, args)
+    assert np.isnan(args[1]).all(), "a block ran"
+
+
+def test_a_grid_with_a_zero_still_checks_the_arguments():
+    err = launch_error(grid=(0,), x=np.zeros(6, np.float64))
+    assert err.span == X.span
 
 
 def test_grid_accepts_lists_and_numpy_ints():

@@ -127,7 +127,7 @@ def test_the_module_records_how_it_names_phobos_lang(imports: str, alias: str):
 
 def test_the_known_names_are_phobos_lang_and_its_modules():
     lang = pytest.importorskip("phobos.lang")
-    modules = {m.name for m in pkgutil.iter_modules(lang.__path__)}
+    modules = {m.name for m in pkgutil.iter_modules(lang.__path__) if not m.name.startswith("_")}
     assert set(lang.__all__) | modules == LANG_NAMES
     for name in LANG_NAMES:
         assert hasattr(lang, name) or importlib.util.find_spec(f"phobos.lang.{name}")

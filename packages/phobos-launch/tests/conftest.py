@@ -5,14 +5,12 @@ from __future__ import annotations
 import copy
 import ctypes
 import struct
-import threading
 from typing import Any
 
 import pytest
 
 from phobos.launch import CudaError, LoadedKernel, load_kernel
-from phobos.launch.fastpath import FastLaunch, LaunchTarget, compile_fast_launch
-from phobos.launch.native import native_launch
+from phobos.launch.table import FastLaunch
 
 CUDA_ERROR_INVALID_HANDLE = 400
 
@@ -99,6 +97,7 @@ class FakeDriver:
         self.calls: list[tuple[Any, ...]] = []
         self.launches: list[dict[str, Any]] = []
         self.pointer_devices: dict[int, int] = {}
+        self.pointer_queries = 0  # how often a pointer's GPU was asked, from Python or C
         self.context = 0
         self.max_threads = 1024
         self.max_smem = 232448
@@ -166,6 +165,7 @@ class FakeDriver:
         self.calls.append(("set_max_dynamic_shared_memory", function, nbytes))
 
     def pointer_device(self, pointer: int) -> int:
+        self.pointer_queries += 1
         if pointer in self.pointer_devices:
             return self.pointer_devices[pointer]
         if pointer < 0x1000:
@@ -231,23 +231,9 @@ def fast_launch(
 ) -> FastLaunch | None:
     """The fast path ``kernel`` would make for the signature of ``args`` on ``device``.
 
-    ``native``: the C one (native.py), else the generated Python (fastpath.py).
+    ``native``: the C one (native.py; None without it), else the generated Python.
     """
-    binder = kernel._binder
-    on_device = kernel._loaded(device)
-    target = LaunchTarget(
-        device=device,
-        function=on_device.handle,
-        launch=kernel.driver.launch,
-        launch_entry=kernel.driver.launch_entry,
-        pointer_entry=kernel.driver.pointer_attribute_entry,
-        block=kernel.parameter_block(),
-        owner=threading.get_ident(),
-        other_thread=lambda grid, args, stream: None,
-        meta=dict(kernel.contract.values),
-    )
-    make = native_launch if native else compile_fast_launch
-    return make(binder, binder.plan(args), args, target)
+    return kernel.fast_path(args, device, native)
 
 
 class CudaArray:
@@ -332,6 +318,9 @@ class HostArray:
     """A numpy-like array in host memory (``__array_interface__``, no CUDA interface)."""
 
     __array_interface__: dict[str, Any] = {}  # noqa: RUF012
+
+    def __init__(self, shape: tuple[int, ...] = (), typestr: str = "<f4", ptr: int = 0x5000):
+        self.__array_interface__ = {"shape": shape, "typestr": typestr, "data": (ptr, False)}
 
 
 @pytest.fixture

@@ -7,9 +7,9 @@ import re
 
 import pytest
 
-from phobos.launch import LaunchError, load_kernel
+from phobos.launch import HOST, DriverNotFound, LaunchError, load_kernel, read_arguments
 
-from .conftest import fast_launch
+from .conftest import SAXPY, FakeDriver, fast_launch
 
 BASE = 0x7F0000000000
 
@@ -297,3 +297,68 @@ def test_block_larger_than_the_compiled_kernel_allows(saxpy, driver, fakes):
     driver.max_threads = 64
     message = "block has 128 threads but .* at most 64"
     refused(saxpy, driver, saxpy_args(fakes), message, by_binder=False)
+
+
+def test_checks_that_need_no_driver_come_before_pointer_queries(saxpy, driver, fakes):
+    """A wrong dtype is reported as one even when no pointer can be asked about (no driver)."""
+
+    def no_driver(pointer):
+        raise DriverNotFound("libcuda.so.1: cannot open shared object file")
+
+    driver.pointer_device = no_driver
+    args = saxpy_args(fakes)
+    args[2] = fakes.cuda_array((1000,), typestr="<f2", ptr=BASE + 0x20000)
+    refused(saxpy, driver, args, "out: expected a f32 tensor, got f16", by_binder=False)
+    args = saxpy_args(fakes)
+    args[2] = fakes.cuda_array((999,), ptr=BASE + 0x20000)
+    refused(saxpy, driver, args, "extent N disagrees", by_binder=False)
+
+
+@pytest.mark.parametrize("native", [False, True])
+def test_the_fast_paths_ask_the_driver_last(native, fakes):
+    driver = FakeDriver()
+    kernel = load_kernel(SAXPY, cubin=b"C", driver=driver)
+    fast = fast_launch(kernel, saxpy_args(fakes), native=native)
+    if fast is None:
+        pytest.skip("no native launch path on this machine")
+    driver.pointer_queries = 0
+    bad = saxpy_args(fakes)
+    bad[1] = fakes.cuda_array((999,), ptr=BASE + 0x10000)
+    assert fast((1,), bad, None) is None
+    assert fast(lambda meta: None, saxpy_args(fakes), None) is None
+    assert driver.pointer_queries == 0
+    assert fast((1,), saxpy_args(fakes), None) == 0
+    assert driver.pointer_queries == 3
+
+
+def test_arguments_read_once_wherever_they_live(fakes):
+    host = fakes.host_array((3, 4), "<f8", ptr=0x5000)
+    host.__array_interface__["strides"] = (8, 24)
+    cpu = fakes.tensor((5,), device=-1)
+    args = [fakes.cuda_array((2,), ptr=0x1000), fakes.tensor((6,), ptr=0x2000), host, cpu, 2.0]
+    assert read_arguments(args) == [
+        (0x1000, (2,), (1,), "f32", None, False, None),
+        (0x2000, (6,), (1,), "f32", 0, False, None),
+        (0x5000, (3, 4), (1, 3), "f64", HOST, False, None),
+        (0x7F0000000000, (5,), (1,), "f32", HOST, False, None),
+        None,
+    ]
+    broken = fakes.cuda_array((2,), strides=(6,))
+    with pytest.raises(LaunchError, match=r"saxpy: y: strides \(6,\) \(bytes\) are not whole"):
+        read_arguments([args[0], broken], names=["x", "y"], kernel="saxpy")
+
+
+def test_host_arrays_are_checked_without_a_driver(driver, contract, fakes):
+    """``check_read``: the checks that need no driver, on arguments read wherever they live."""
+    binder = load_kernel(contract, cubin=b"C", driver=driver)._binder
+    args = [fakes.host_array((4,)), fakes.host_array((4,)), fakes.host_array((5,)), 1.0]
+    with pytest.raises(LaunchError, match="extent N disagrees"):
+        binder.check_read(args, read_arguments(args))
+    args[2] = 3.0
+    with pytest.raises(LaunchError, match="out: expected a GPU array"):
+        binder.check_read(args, read_arguments(args))
+    with pytest.raises(LaunchError, match="takes 4 arguments"):
+        binder.check_read(args[:2], read_arguments(args[:2]))
+    args[2] = fakes.host_array((4,))
+    binder.check_read(args, read_arguments(args))
+    assert driver.pointer_queries == 0

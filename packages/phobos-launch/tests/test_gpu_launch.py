@@ -238,3 +238,25 @@ def test_torch_steady_launches_take_the_native_path(torch):
     assert kernel.try_launch(blocks, (strided,), None) is None
     with pytest.raises(LaunchError, match=r"non-contiguous"):
         kernel.launch(blocks, (strided,))
+
+
+def test_the_timing_calls_phobos_autotune_makes(kernel, torch):
+    """Timed events around a launch, a stream's synchronisation, a scratch buffer zeroed on a
+    stream: the driver binding phobos-autotune times and flushes L2 with."""
+    driver = shared_driver()
+    out = torch.full((300,), -1, dtype=torch.int32, device="cuda")
+    stream = torch.cuda.current_stream().cuda_stream
+    assert driver.current_device() == out.device.index
+    assert driver.l2_cache_bytes(driver.current_device()) > 1 << 20
+    scratch = driver.allocate(1 << 20)
+    start, end = driver.create_event(True), driver.create_event(True)
+    driver.memset_async(scratch, 1 << 20, stream)
+    driver.record_event(start, stream)
+    kernel.launch(blocks, (out,))
+    driver.record_event(end, stream)
+    assert driver.elapsed_ms(start, end) >= 0.0
+    driver.synchronize_stream(stream)
+    for event in (start, end):
+        driver.destroy_event(event)
+    driver.free(scratch)
+    assert out.tolist() == list(range(300))

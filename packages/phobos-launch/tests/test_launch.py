@@ -365,7 +365,9 @@ def test_a_launch_the_driver_refuses_raises_its_error(saxpy, driver, fakes):
 def counting_binds(kernel):
     binds = []
     bind = kernel._binder.bind
-    kernel._binder.bind = lambda args, plan: binds.append(1) or bind(args, plan)
+    kernel._binder.bind = lambda args, plan, arrays=None: (
+        binds.append(1) or bind(args, plan, arrays)
+    )
     return binds
 
 

@@ -3,6 +3,7 @@ driver's C entry point, with the outcome of the generated Python for every argum
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import shutil
 import struct
@@ -14,9 +15,10 @@ import tracemalloc
 
 import pytest
 
-from phobos.launch import LaunchError, load_kernel
+from phobos.launch import CudaError, DriverNotFound, LaunchError, load_kernel, shared_driver
 from phobos.launch import native as native_module
-from phobos.launch.native import SOURCE, build_extension, native_status
+from phobos.launch.native import HEADER, SOURCE, build_extension, native_status
+from phobos.launch.table import LaunchTable, c_header
 
 from .conftest import SAXPY, CudaArray, FakeDriver, Tensor, fast_launch
 
@@ -223,21 +225,42 @@ def test_a_build_is_kept_and_found_again(tmp_path):
 
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="no gcc on this machine")
 def test_the_c_source_compiles_without_warnings(tmp_path):
+    """With the header table.c_header() writes; its static assertions check the layout."""
     include = sysconfig.get_paths()["include"]
+    (tmp_path / HEADER).write_text(c_header())
     done = subprocess.run(
-        ["gcc", "-O2", "-shared", "-fPIC", "-Wall", "-Wextra", "-Werror", f"-I{include}",
-         str(SOURCE), "-o", str(tmp_path / "x.so")],
+        ["gcc", "-O2", "-shared", "-fPIC", "-Wall", "-Wextra", "-Werror", f"-I{tmp_path}",
+         f"-I{include}", str(SOURCE), "-o", str(tmp_path / "x.so")],
         capture_output=True, text=True,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
 
 
 def test_the_module_says_whether_the_native_path_is_on():
-    done = subprocess.run(
-        [sys.executable, "-m", "phobos.launch"], capture_output=True, text=True, check=True
-    )
-    assert done.stdout.startswith("the native launch path is ") and not done.stderr
-    assert ("is on" in done.stdout) == (native_module.native_module() is not None)
+    """``python -m phobos.launch``: the driver first; the native path only where it is used."""
+    done = subprocess.run([sys.executable, "-m", "phobos.launch"], capture_output=True, text=True)
+    assert not done.stderr
+    try:
+        shared_driver()
+    except (DriverNotFound, CudaError):
+        assert done.returncode == 1
+        assert done.stdout.startswith("CUDA driver: ")
+        assert "unused here without a driver" in done.stdout.splitlines()[-1]
+        return
+    assert done.returncode == 0
+    on = native_module.native_module() is not None
+    assert ("native launch path: on" in done.stdout) == on
+
+
+def test_the_module_has_help_and_a_version():
+    for flag, start in (
+        ("--help", "usage: python -m phobos.launch"),
+        ("--version", "phobos-launch "),
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "phobos.launch", flag], capture_output=True, text=True
+        )
+        assert done.returncode == 0 and done.stdout.startswith(start), done
 
 
 def cai_saxpy(**changes):
@@ -289,3 +312,34 @@ def test_cai_arrays_as_the_generated_python_takes_them(case, stream):
                 "native" if native else "python"
             ]
     assert results[0] == results[1]
+
+
+def test_the_header_declares_what_table_py_defines():
+    """The slot sources, slot types and readers are numbered once, in Python; the C sees them
+    through the header (whose static assertions hold the struct to the ctypes layout)."""
+    header = c_header()
+    assert (
+        "enum { SOURCE_POINTER = 0, SOURCE_STRIDE = 1, SOURCE_EXTENT = 2, SOURCE_SCALAR = 3 };"
+        in header
+    )
+    assert "TYPE_BOOL = 0," in header and "TYPE_F64 = 12 };" in header
+    assert "enum { READ_TORCH = 0, READ_CAI = 1 };" in header
+    assert f"sizeof(LaunchTable) == {ctypes.sizeof(LaunchTable)}" in header
+
+
+@needs_native
+def test_a_table_the_c_cannot_read_safely_is_refused():
+    kernel = load_kernel(SAXPY, cubin=b"C", driver=FakeDriver())
+    fast = fast_launch(kernel, [*saxpy_tensors(), 2.0], native=True)
+    table, module = fast.table, native_module.native_module()
+    with pytest.raises(ValueError, match="not a LaunchTable of this build"):
+        module.FastLaunch(bytearray(64))
+    for field, bad in [("ntensors", 65), ("nslots", -1), ("nextents", 2)]:
+        good = getattr(table, field)
+        setattr(table, field, bad)
+        try:
+            with pytest.raises(ValueError, match="not a LaunchTable of this build"):
+                module.FastLaunch(table)
+        finally:
+            setattr(table, field, good)
+    assert module.FastLaunch(table)((1,), [*saxpy_tensors(), 2.0], None) == 0

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import linecache
 import os
+from collections.abc import Mapping
 from types import FrameType, TracebackType
-from typing import Any
+from typing import TYPE_CHECKING
 
-from phobos.compile.diagnostics import Diagnostic, Note, PhobosError
-from phobos.compile.span import Span
+from phobos.compile import Diagnostic, Note, PhobosError, Span
+
+if TYPE_CHECKING:
+    from phobos.autotune import Report
 
 
 class user_facing:
@@ -43,11 +46,11 @@ def call_site(frame: FrameType) -> Span:
     return Span(file, line, start, line, max(len(text) + 1, start + 1))
 
 
-def located_launch_error(kernel: Any, error: Exception, site: Span) -> PhobosError:
-    """A launcher's ``LaunchError`` at the launch's line, with a note at the parameter's declaration."""
-    notes = ()
+def located_launch_error(declared: Mapping[str, Span], error: Exception, site: Span) -> PhobosError:
+    """A launcher's ``LaunchError`` at the launch's line, with a note at the parameter's
+    declaration (``declared``: where each parameter is declared)."""
+    notes: tuple[Note, ...] = ()
     param = getattr(error, "param", None)
-    declared = {p.name: p.span for p in kernel.program.module.kernel(kernel.name).params}
     if param in declared:
         notes = (Note(declared[param], f"'{param}' is declared here"),)
     return PhobosError(Diagnostic("error", str(error), site, None, notes))
@@ -58,7 +61,9 @@ class DisagreeingVariants(PhobosError):
     kernel's definition, lists the groups of agreeing variants and how far apart they are,
     and says what to do.  ``report`` is the tuning report (also ``kernel.tuning_report()``)."""
 
-    def __init__(self, diagnostic: Diagnostic, lines: list[str], advice: str, report: Any) -> None:
+    def __init__(
+        self, diagnostic: Diagnostic, lines: list[str], advice: str, report: Report
+    ) -> None:
         self.lines = list(lines)
         self.advice = advice
         self.report = report

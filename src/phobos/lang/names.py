@@ -169,3 +169,14 @@ trace = _builtin(
     "Prints each value with this line's file:line and the block, from every block (or those where "
     "the block-uniform condition c holds). A statement: it gives no value.",
 )
+
+bool = bool_  # ph.bool (bool_ above, so that this module's code sees Python's bool)
+
+# fmt: off
+__all__ = [
+    "OutsideKernelError", "abs", "arange", "atomic_add", "atomic_cas", "atomic_max", "atomic_xchg",
+    "bf16", "bool", "const", "ctx", "dot", "exp", "exp2", "f16", "f32", "f64", "fill", "i8", "i16",
+    "i32", "i64", "index", "inf", "let", "log", "log2", "max", "maximum", "min", "minimum", "rsqrt",
+    "sqrt", "sum", "tensor", "trace", "trans", "u8", "u16", "u32", "u64", "var", "where", "zeros",
+]
+# fmt: on

@@ -23,13 +23,20 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from ph2py import _cli
 from ph2py.files import Job, UsageError, jobs, write_atomically
 from phobos.compile.diagnostics import PhobosError
+
+PROG = "ph2py"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     options = parser.parse_args(argv)
+    return _cli.run(PROG, lambda: _main(options))
+
+
+def _main(options: argparse.Namespace) -> int:
     try:
         found = jobs(options.paths, options.output, options.line_length)
         if options.stdout and len(found) != 1:
@@ -38,15 +45,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (UsageError, OSError) as exc:
         if os.environ.get("PHOBOS_DEBUG") == "1":
             raise
-        print(f"ph2py: error: {exc}", file=sys.stderr)
+        _cli.say(PROG, "error", _cli.describe(exc) if isinstance(exc, OSError) else str(exc))
         return 1
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="ph2py",
+    parser = _cli.Parser(
+        prog=PROG,
         description="Convert Phobos .ph files to the Python spelling, keeping comments and layout.",
-        epilog="Set PHOBOS_DEBUG=1 to see a traceback with an error.",
+        epilog="Set PHOBOS_DEBUG=1 to see a traceback with an error; NO_COLOR=1 turns colour off.",
+    )
+    parser.add_argument(
+        "--version", action="version", version=f"%(prog)s {_cli.version(PROG, __file__)}"
     )
     parser.add_argument(
         "paths", nargs="+", type=Path, metavar="PATH", help="a .ph file, or a folder of them"
@@ -87,17 +97,20 @@ def _run(job: Job, options: argparse.Namespace) -> int:
     except PhobosError as exc:
         if os.environ.get("PHOBOS_DEBUG") == "1":
             raise
-        print(exc.render(), file=sys.stderr)
+        print(_cli.paint(exc.render()), file=sys.stderr)
         return 1
     for diagnostic in conversion.warnings:
-        print(diagnostic.render(), file=sys.stderr)
+        print(_cli.paint(diagnostic.render()), file=sys.stderr)
     if options.stdout:
         sys.stdout.write(conversion.python)
         return 0
     if conversion.python == existing:
         return 0
     if options.check:
-        print(f"{job.target} is out of date with {job.source}")
+        if existing is None:
+            print(f"{job.target} is missing: ph2py would write it from {job.source}")
+        else:
+            print(f"{job.target} is out of date with {job.source}")
         return 1
     write_atomically(job.target, conversion.python)
     print(f"wrote {job.target}", file=sys.stderr)

@@ -6,6 +6,7 @@ compile and load each, the arguments, a timer) and calls ``tune``.  Phobos kerne
 are adapted by ``phobos.lang.tuning``; see docs/autotuning.md.
 """
 
+from phobos.autotune import _conflict  # noqa: F401  (raises NamespaceConflict if phobos/__init__.py exists)
 from phobos.autotune.arrays import ArrayOps, dtype_name, ops_for, poison_patterns
 from phobos.autotune.compare import Mismatch
 from phobos.autotune.key import default_shape, next_power_of_two, tuning_key

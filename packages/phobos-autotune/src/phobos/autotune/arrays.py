@@ -19,6 +19,7 @@ import sys
 from typing import Any
 
 from phobos.autotune.compare import Mismatch, compare, unravel
+from phobos.launch import array_library
 
 # numpy / torch dtype names → Phobos dtype names (for tolerances and poison).
 _DTYPE_NAMES = {
@@ -266,15 +267,13 @@ def _size(a: Any) -> int:
 
 
 def ops_for(arg: Any) -> ArrayOps | None:
-    """The operations for an array argument (numpy, torch, CuPy, Numba); None for scalars."""
-    module = type(arg).__module__.partition(".")[0]
-    if module == "torch":
+    """The operations for an array argument (numpy, torch, CuPy, Numba: which one is
+    phobos-launch's adapter's call, ``array_library``); None for scalars."""
+    library = array_library(arg)
+    if library == "torch":
         return ArrayOps(_Torch(sys.modules["torch"]), dtype_name(arg))
-    if module == "cupy":
-        return ArrayOps(_NumpyLike(sys.modules["cupy"]), dtype_name(arg))
-    if module == "numba":
+    if library == "numba":
         return ArrayOps(_NumbaOnHost(), dtype_name(arg))
-    numpy = sys.modules.get("numpy")
-    if numpy is not None and isinstance(arg, numpy.ndarray):
-        return ArrayOps(_NumpyLike(numpy), dtype_name(arg))
+    if library in ("cupy", "numpy"):
+        return ArrayOps(_NumpyLike(sys.modules[library]), dtype_name(arg))
     return None

@@ -15,6 +15,8 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
+from phobos.launch import CudaDriver, shared_driver
+
 MIN_FLUSH_BYTES = 64 << 20
 
 
@@ -57,40 +59,40 @@ class DeviceTimer:
     """CUDA events on ``stream`` (the stream the variants launch on), L2 flushed per repeat.
 
     Create it with the device's context current (inside a launch it is: the array
-    library made it current).
+    library made it current).  The driver calls go through phobos-launch's binding
+    (``driver``: its ``CudaDriver``, by default the process's one).
     """
 
     kind = "GPU (CUDA events, L2 flushed)"
 
-    def __init__(self, stream: int) -> None:
-        from phobos.autotune.cuda import CudaTiming
-
-        self._cuda = CudaTiming()
+    def __init__(self, stream: int, driver: CudaDriver | None = None) -> None:
+        self._cuda = driver or shared_driver()
         self._stream = stream
-        self._flush_bytes = max(2 * self._cuda.l2_bytes(), MIN_FLUSH_BYTES)
-        self._flush = self._cuda.alloc(self._flush_bytes)
+        l2 = self._cuda.l2_cache_bytes(self._cuda.current_device())
+        self._flush_bytes = max(2 * l2, MIN_FLUSH_BYTES)
+        self._flush = self._cuda.allocate(self._flush_bytes)
 
     def synchronize(self) -> None:
-        self._cuda.synchronize(self._stream)
+        self._cuda.synchronize_stream(self._stream)
 
     def time(
         self, run: Callable[[], None], prepare: Callable[[], None], repeats: int
     ) -> list[float]:
         cuda, stream = self._cuda, self._stream
-        events = [(cuda.event(), cuda.event()) for _ in range(repeats)]
+        events = [(cuda.create_event(True), cuda.create_event(True)) for _ in range(repeats)]
         try:
             for start, end in events:
                 prepare()
-                cuda.memset(self._flush, self._flush_bytes, stream)
-                cuda.record(start, stream)
+                cuda.memset_async(self._flush, self._flush_bytes, stream)
+                cuda.record_event(start, stream)
                 run()
-                cuda.record(end, stream)
+                cuda.record_event(end, stream)
             return [cuda.elapsed_ms(start, end) for start, end in events]
         finally:
             self.synchronize()
             for pair in events:
                 for event in pair:
-                    cuda.destroy(event)
+                    cuda.destroy_event(event)
 
     def close(self) -> None:
         if self._flush:

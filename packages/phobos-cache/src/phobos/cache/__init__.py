@@ -4,6 +4,7 @@ One store shared with the inference runtime, so a kernel compiles once per chip.
 versioned and documented in docs/cache.md.
 """
 
+from phobos.cache import _conflict  # noqa: F401  (raises NamespaceConflict if phobos/__init__.py exists)
 from phobos.cache.cache import Cache, Pins, Pruned, record_key
 from phobos.cache.disk import STALE_TEMP_SECONDS
 from phobos.cache.entry import Entry, EntryInfo, Problem

@@ -10,12 +10,21 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from phobos.compile import _conflict  # noqa: F401  (raises NamespaceConflict if phobos/__init__.py exists)
+
 _EXPORTS = {
     "parse": "phobos.compile.syntax",
     "format_module": "phobos.compile.syntax",
+    "TensorType": "phobos.compile.syntax.ast",  # a parameter's type in the syntax tree, and
+    "Name": "phobos.compile.syntax.ast",  # its dims: extent names and literal sizes
+    "IntLit": "phobos.compile.syntax.ast",
     "check_module": "phobos.compile.check",
     "lower": "phobos.compile.check",
     "tune_space": "phobos.compile.check",
+    "TuneSpace": "phobos.compile.check",
+    "run": "phobos.compile.interp",  # one tile-IR variant in the CPU interpreter
+    "accesses": "phobos.compile.races.footprint",
+    "warn_races": "phobos.compile.races.warn",
     "format_kernel": "phobos.compile.ir",
     "generate": "phobos.compile.gpu",
     "CompiledKernel": "phobos.compile.pipeline",
@@ -27,6 +36,8 @@ _EXPORTS = {
     "CachedKernel": "phobos.compile.cached",
     "compile_cached": "phobos.compile.cached",
     "Contract": "phobos.compile.contract",
+    "Diagnostic": "phobos.compile.diagnostics",
+    "Note": "phobos.compile.diagnostics",
     "PhobosError": "phobos.compile.diagnostics",
     "Span": "phobos.compile.span",
     "SpanMap": "phobos.compile.span",

@@ -4,7 +4,8 @@
     phobos-compile saxpy.ph --arch sm_90 -D BLOCK=256 --emit cuda     # or phobos, ir, gpuir, ptx
 
 Errors in the program print like a compiler's (file:line:col, the line, a caret)
-and exit with status 1; set PHOBOS_DEBUG=1 to see the traceback as well.
+and exit with status 1; any other problem is one ``phobos-compile: error:`` line.
+Set PHOBOS_DEBUG=1 to see the traceback as well.
 """
 
 from __future__ import annotations
@@ -15,12 +16,20 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from phobos.compile import _cli
 from phobos.compile.contract import Contract
 from phobos.compile.diagnostics import PhobosError
 from phobos.compile.toolchain import ToolchainError, ToolchainMissingError
 from phobos.compile.toolchain.arch import virtual_arch
 
+PROG = "phobos-compile"
 STAGES = ("phobos", "ir", "gpuir", "cuda", "ptx")
+NEEDS_ARCH = ("gpuir", "cuda", "ptx")  # and -o: code generated for one card
+BACK_END_HINT = "pip install 'phobos-compile[cuda]'"
+
+
+class CommandError(Exception):
+    """A command that cannot be carried out as given: one error line."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -28,25 +37,50 @@ def main(argv: Sequence[str] | None = None) -> int:
     options = parser.parse_args(argv)
     if options.output is None and options.emit is None:
         parser.error("say where the files go (-o DIR) or which stage to print (--emit)")
+    if options.output is not None and options.emit is not None:
+        parser.error("-o DIR writes files and --emit prints one stage: give one of them")
     if options.arch is None and options.emit not in ("phobos", "ir"):
-        parser.error("--arch is needed to generate code (sm_80, sm_90, sm_90a, ...)")
+        what = f"--emit {options.emit}" if options.emit else "-o"
+        parser.error(
+            f"--arch is needed: {what} generates code for one card (sm_80, sm_90, sm_90a, ...)"
+        )
     if options.cache and options.emit not in (None, "ptx"):
         parser.error("--cache holds compiled kernels: use it with -o DIR or --emit ptx")
+    if options.file.suffix == ".py":
+        parser.error(
+            f"{options.file} is Python: phobos-compile reads .ph files (a @ph.kernel function "
+            "compiles when it is launched; see docs/compiling.md)"
+        )
+    return _cli.run(PROG, lambda: _main(options, parser))
+
+
+def _main(options: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     try:
         _run(options, parser)
-    except (PhobosError, ToolchainError, OSError) as exc:
+    except (
+        PhobosError,
+        ToolchainError,
+        CommandError,
+        OSError,
+        UnicodeDecodeError,
+        ModuleNotFoundError,
+    ) as exc:
         if os.environ.get("PHOBOS_DEBUG") == "1":
             raise
-        print(_describe(exc), file=sys.stderr)
+        print(_cli.paint(_describe(exc, options.file)), file=sys.stderr)
         return 1
     return 0
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="phobos-compile",
+    parser = _cli.Parser(
+        prog=PROG,
         description="Compile a Phobos (.ph) file to PTX, a cubin and a launch contract per kernel.",
-        epilog="Set PHOBOS_DEBUG=1 to see a traceback with an error.",
+        epilog="Set PHOBOS_DEBUG=1 to see a traceback with an error. Colour: NO_COLOR=1 turns "
+        "it off. Docs: docs/compiling.md.",
+    )
+    parser.add_argument(
+        "--version", action="version", version=f"%(prog)s {_cli.version(PROG, __file__)}"
     )
     parser.add_argument("file", type=Path, help="the .ph file")
     parser.add_argument("--arch", type=_arch, help="the card: sm_80, sm_90, sm_90a, ...")
@@ -106,7 +140,6 @@ def _run(options: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
     # Imported here so that `phobos-compile --help` answers at once.
     from phobos.compile import pipeline
     from phobos.compile.check import lower
-    from phobos.compile.gpu.printer import format_kernel as format_gpu_kernel
     from phobos.compile.ir import format_kernel
     from phobos.compile.races import check_races
     from phobos.compile.syntax import format_module
@@ -116,6 +149,8 @@ def _run(options: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
         sys.stdout.write(format_module(module))
         return
     names = [k.name for k in module.kernels]
+    if not names:
+        raise CommandError(f"{options.file} has no kernel to compile")
     if options.kernel is not None:
         if options.kernel not in names:
             parser.error(
@@ -124,6 +159,7 @@ def _run(options: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
         names = [options.kernel]
     variants = pipeline.variant_values(module, names, dict(options.values))
     store = _open_cache() if options.cache else None
+    outputs = []  # written once every kernel has compiled, so a failure leaves no files
     for name in names:
         values = variants[name]
         lowered = lower(module, name, values)
@@ -134,6 +170,8 @@ def _run(options: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
             continue
         spec = pipeline.default_specialization(module, name, options.index_width)
         if options.emit in ("gpuir", "cuda"):
+            from phobos.compile.gpu.printer import format_kernel as format_gpu_kernel
+
             _, generated = pipeline.generate_kernel(
                 module, name, values, arch=options.arch, spec=spec
             )
@@ -145,7 +183,9 @@ def _run(options: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
         if options.emit == "ptx":
             _emit(ptx)
         else:
-            _write(options.output, name, ptx, cubin, contract)
+            outputs.append((name, ptx, cubin, contract))
+    for output in outputs:
+        _write(options.output, *output)
 
 
 def _compile(options, module, name, values, spec, store) -> tuple[str, bytes, Contract]:
@@ -178,7 +218,10 @@ def _open_cache():
         raise ToolchainMissingError(
             "--cache needs the phobos-cache package; install it with: pip install phobos-cache"
         ) from exc
-    return Cache()
+    try:
+        return Cache()
+    except ValueError as exc:  # a bad $PHOBOS_CACHE_MAX_BYTES, say
+        raise CommandError(f"--cache: {exc}") from None
 
 
 def _emit(text: str) -> None:
@@ -192,10 +235,20 @@ def _write(folder: Path, name: str, ptx: str, cubin: bytes, contract: Contract) 
     (folder / f"{name}.contract.json").write_text(contract.to_json() + "\n", encoding="utf-8")
 
 
-def _describe(exc: Exception) -> str:
+def _describe(exc: Exception, file: Path) -> str:
+    if isinstance(exc, UnicodeDecodeError):
+        return f"{PROG}: error: {file}: {_cli.describe(exc)}"
     if isinstance(exc, OSError):
-        where = f"{exc.filename}: " if exc.filename else ""
-        return f"phobos-compile: error: {where}{exc.strerror or exc}"
+        return f"{PROG}: error: {_cli.describe(exc)}"
+    if isinstance(exc, ModuleNotFoundError):
+        if exc.name and exc.name.split(".")[0] in ("numpy", "cuda", "nvidia"):
+            return (
+                f"{PROG}: error: this stage needs the compiler's back end, which needs "
+                f"{exc.name.split('.')[0]}: {BACK_END_HINT}"
+            )
+        raise exc
+    if isinstance(exc, (ToolchainError, CommandError)):
+        return f"{PROG}: error: {exc}"
     return str(exc)
 
 

@@ -31,8 +31,9 @@ def register_source(file: str, text: str) -> None:
 def source_line(file: str, line: int) -> str | None:
     text = _SOURCES.get(file)
     if text is not None:
-        lines = text.splitlines()
-        return lines[line - 1] if 0 < line <= len(lines) else None
+        # Lines end at \n only, as the lexer and Python count them (not at \x0c or \u2028).
+        lines = text.removeprefix("\ufeff").split("\n")
+        return lines[line - 1].removesuffix("\r") if 0 < line <= len(lines) else None
     got = linecache.getline(file, line)
     return got.rstrip("\n") if got else None
 
@@ -52,6 +53,9 @@ class Diagnostic:
     span: Span
     help: str | None = None
     notes: tuple[Note, ...] = field(default=())
+    # The limit (``phobos.compile.limits``) an error is about, or None: a variant that only
+    # exceeds limits is too large to build, not wrong, and the tuner prunes it.
+    limit: str | None = None
 
     def render(self) -> str:
         out = [f"{self.span}: {self.severity}: {self.message}"]
@@ -96,6 +100,12 @@ class PhobosError(Exception):
     def message(self) -> str:
         return self.diagnostics[0].message
 
+    @property
+    def only_limits(self) -> bool:
+        """Whether every error here is about a limit (``Diagnostic.limit``), none a mistake."""
+        errors = [d for d in self.diagnostics if d.severity == "error"]
+        return bool(errors) and all(d.limit is not None for d in errors)
+
     def render(self) -> str:
         return "\n".join(d.render() for d in self.diagnostics)
 
@@ -104,10 +114,14 @@ class PhobosError(Exception):
 
 
 def error(
-    span: Span, message: str, help: str | None = None, notes: tuple[Note, ...] = ()
+    span: Span,
+    message: str,
+    help: str | None = None,
+    notes: tuple[Note, ...] = (),
+    limit: str | None = None,
 ) -> PhobosError:
     """Build (not raise) a one-diagnostic ``PhobosError``: ``raise error(span, "...")``."""
-    return PhobosError(Diagnostic("error", message, span, help, notes))
+    return PhobosError(Diagnostic("error", message, span, help, notes, limit))
 
 
 def warning(span: Span, message: str, help: str | None = None) -> Diagnostic:

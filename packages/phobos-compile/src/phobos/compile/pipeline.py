@@ -13,16 +13,20 @@ import difflib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from phobos.compile.check import NUM_THREADS, TuneSpace, lower, tune_space
 from phobos.compile.contract import Contract
 from phobos.compile.diagnostics import error
-from phobos.compile.gpu import RUNTIME_DIR, GeneratedKernel, generate
-from phobos.compile.gpu import ir as gpu_ir
 from phobos.compile.ir import nodes as ir
 from phobos.compile.specialization import Specialization, TensorSpecialization
 from phobos.compile.syntax import ast, parse
+from phobos.compile.syntax.encoding import read_ph
 from phobos.compile.toolchain import Resources, compile_cuda
+
+if TYPE_CHECKING:  # the back end needs numpy (phobos-compile[cuda]); parsing and lowering do not
+    from phobos.compile.gpu import GeneratedKernel
+    from phobos.compile.gpu import ir as gpu_ir
 
 # The most specialised assumption a launcher can check: 16-byte aligned tensors with unit
 # last stride, 32-bit indices.  Arguments that break it are refused at launch, never misread.
@@ -45,7 +49,7 @@ class CompiledKernel:
 def parse_file(path: str | Path) -> ast.Module:
     """Read and parse a ``.ph`` file; errors name the path as given."""
     path = Path(path)
-    return parse(path.read_text(encoding="utf-8"), str(path))
+    return parse(read_ph(path), str(path))
 
 
 def default_specialization(
@@ -98,6 +102,8 @@ def generate_kernel(
     """Check and lower one variant, then run the back end's passes and print its CUDA C++."""
     ir_kernel = lower(module, kernel, values)
     spec = spec if spec is not None else default_specialization(module, kernel)
+    from phobos.compile.gpu import generate
+
     return ir_kernel, generate(ir_kernel, spec, arch)
 
 
@@ -111,6 +117,8 @@ def compile_kernel(
     verbose: bool = False,
 ) -> CompiledKernel:
     """Compile one variant of ``kernel`` in ``module`` to PTX, a cubin and its contract."""
+    from phobos.compile.gpu import RUNTIME_DIR
+
     ir_kernel, generated = generate_kernel(module, kernel, values, arch=arch, spec=spec)
     build = compile_cuda(
         generated.source,

@@ -6,6 +6,7 @@ the Phobos syntax tree of the module's kernels, ``@ph.func`` functions and
 Phobos text and span map.  The module is never imported or run.
 """
 
+from phobos.frontend import _conflict  # noqa: F401  (raises NamespaceConflict if phobos/__init__.py exists)
 from phobos.frontend.program import Program, find_kernel
 from phobos.frontend.translate import translate_file, translate_source
 

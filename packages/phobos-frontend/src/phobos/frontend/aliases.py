@@ -30,7 +30,7 @@ LANG_NAMES = frozenset(
         *("sum", "max", "min", "dot", "trans", "arange", "fill", "trace"),
         *("atomic_add", "atomic_max", "atomic_xchg", "atomic_cas"),
         # Its modules, which host code may import too.
-        *("arrays", "errors", "gpu", "names", "tuning"),
+        *("definition", "dispatch", "errors", "names", "tuning", "variant"),
     }
 )
 

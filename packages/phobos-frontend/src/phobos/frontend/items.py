@@ -14,6 +14,7 @@ from phobos.compile.syntax import ast as ph
 from phobos.frontend.aliases import LangAliases
 from phobos.frontend.comments import Comment, CommentStream, Position
 from phobos.frontend.expressions import ExpressionTranslator
+from phobos.frontend.nesting import check_nesting_of
 from phobos.frontend.source import SourceFile
 from phobos.frontend.statements import (
     StatementTranslator,
@@ -79,17 +80,25 @@ class ModuleTranslator:
         self, stmt: ast.stmt, leading: tuple[str, ...], next_start: Position
     ) -> ph.Item | None:
         if isinstance(stmt, ast.AnnAssign):
+            if self.aliases.path(stmt.annotation) is not None:
+                self.check_nesting(stmt)
             return self.const(stmt, leading, next_start)
         if isinstance(stmt, ast.AsyncFunctionDef) and self.decorators(stmt).kind is not None:
             raise self.source.reject(stmt, "a kernel cannot be async", help="write a plain def")
         if not isinstance(stmt, ast.FunctionDef):
             return None
         decorators = self.decorators(stmt)
+        if decorators.kind is not None:
+            self.check_nesting(stmt)
         if decorators.kind == "kernel":
             return self.kernel(stmt, decorators.autotune, leading, next_start)
         if decorators.kind == "func":
             return self.function(stmt, leading, next_start)
         return None
+
+    def check_nesting(self, stmt: ast.stmt) -> None:
+        """A definition nested too deeply for the translators is an error before they start."""
+        check_nesting_of(self.source, stmt, self.aliases.python_alias)
 
     # ------------------------------------------------------------------ decorators
 

@@ -20,7 +20,12 @@ class SourceFile:
     lines: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "lines", tuple(self.text.splitlines()))
+        # Python ends lines only at \n (the text's \r\n and \r are \n already), not at every
+        # character ``str.splitlines`` takes for a line break (\x0c, \x1c, \u2028, ...).
+        lines = self.text.split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        object.__setattr__(self, "lines", tuple(lines))
 
     def column(self, line: int, byte_offset: int) -> int:
         """The 1-based character column of a 0-based UTF-8 byte offset on ``line``."""

@@ -11,7 +11,21 @@ arrays with ``__cuda_array_interface__`` (torch, CuPy, Numba)::
 Depends on nothing but the standard library.  See docs/launching.md.
 """
 
-from phobos.launch.binder import Binding
+from phobos.launch import _conflict  # noqa: F401  (raises NamespaceConflict if phobos/__init__.py exists)
+from phobos.launch.arrays import (
+    HOST,
+    ArrayFields,
+    alignment_of,
+    array_library,
+    host_copy,
+    host_view,
+    index64_of,
+    needs_index64,
+    read_arguments,
+    specialization_of,
+    unit_stride_of,
+)
+from phobos.launch.binder import ArgumentBinder, Binding
 from phobos.launch.contract import FORMAT_VERSION, LaunchContract, read_contract
 from phobos.launch.driver import CudaDriver, Driver, shared_driver
 from phobos.launch.errors import (
@@ -21,25 +35,18 @@ from phobos.launch.errors import (
     LaunchError,
     LaunchWarning,
 )
+from phobos.launch.grid import call_grid, grid_dims
 from phobos.launch.kernel import LoadedKernel, load_kernel
-from phobos.launch.specialization import alignment_of, needs_index64, specialization_of
+from phobos.launch.native import SteadyState, steady_call
+from phobos.launch.streams import current_stream_of, library_of
 
+# fmt: off
 __all__ = [
-    "FORMAT_VERSION",
-    "Binding",
-    "ContractError",
-    "CudaDriver",
-    "CudaError",
-    "Driver",
-    "DriverNotFound",
-    "LaunchContract",
-    "LaunchError",
-    "LaunchWarning",
-    "LoadedKernel",
-    "alignment_of",
-    "load_kernel",
-    "needs_index64",
-    "read_contract",
-    "shared_driver",
-    "specialization_of",
+    "FORMAT_VERSION", "HOST", "ArgumentBinder", "ArrayFields", "Binding", "ContractError",
+    "CudaDriver", "CudaError", "Driver", "DriverNotFound", "LaunchContract", "LaunchError",
+    "LaunchWarning", "LoadedKernel", "SteadyState", "alignment_of", "array_library", "call_grid",
+    "current_stream_of", "grid_dims", "host_copy", "host_view", "index64_of", "library_of",
+    "load_kernel", "needs_index64", "read_arguments", "read_contract", "shared_driver",
+    "specialization_of", "steady_call", "unit_stride_of",
 ]
+# fmt: on

@@ -13,9 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from enum import IntEnum
 from typing import Any
 
 from phobos.launch.arrays import (
+    HOST,
+    INDEX32_LIMIT,
     ArrayFields,
     ArrayProtocolError,
     Reader,
@@ -23,32 +26,28 @@ from phobos.launch.arrays import (
     not_a_gpu_array,
     reader_for,
 )
-from phobos.launch.contract import LaunchContract, TensorParam
+from phobos.launch.contract import LaunchContract, ScalarParam, TensorParam
 from phobos.launch.dtypes import ITEMSIZE
-from phobos.launch.errors import CudaError, LaunchError
+from phobos.launch.errors import CudaError, DriverNotFound, LaunchError
 from phobos.launch.scalars import ScalarError, ScalarReader, fits, scalar_reader
 from phobos.launch.streams import current_stream_of, library_of
 
-INDEX32_LIMIT = 2**31
 
-# Where a slot's value comes from (the first entry of each ``slot_sources`` row).
-POINTER, STRIDE, EXTENT, SCALAR = range(4)
+class Source(IntEnum):
+    """Where a slot's value comes from (the first entry of each ``slot_sources`` row): a
+    tensor's data pointer, one of its strides, a named extent, a scalar argument."""
+
+    POINTER, STRIDE, EXTENT, SCALAR = range(4)
+
+
+POINTER, STRIDE, EXTENT, SCALAR = Source
 
 
 class TensorCheck:
     """A tensor parameter with what each launch checks about it, precomputed."""
 
-    __slots__ = (
-        "align",
-        "assumed_align",
-        "dims",
-        "dtype",
-        "name",
-        "position",
-        "rank",
-        "unit_stride",
-        "written",
-    )
+    __slots__ = ("align", "assumed_align", "dims", "dtype", "name", "position", "rank",
+                 "unit_stride", "written")  # fmt: skip
 
     def __init__(self, param: TensorParam, position: int) -> None:
         self.name = param.name
@@ -121,7 +120,7 @@ class ArgumentBinder:
                     self.extent_names.append(dim)
                     self.extent_sources.append((t_index, axis))
 
-        self.slot_sources: list[tuple[int, int, int]] = []
+        self.slot_sources: list[tuple[Source, int, int]] = []
         for slot in contract.slots:
             if slot.kind == "pointer":
                 self.slot_sources.append((POINTER, tensor_index[slot.param], 0))
@@ -131,6 +130,25 @@ class ArgumentBinder:
                 self.slot_sources.append((EXTENT, self.extent_names.index(slot.param), 0))
             else:
                 self.slot_sources.append((SCALAR, position[slot.param], 0))
+
+    @classmethod
+    def declared(
+        cls, kernel: str, params: Sequence[tuple[str, str, Sequence[str | int] | None]]
+    ) -> ArgumentBinder:
+        """The checks every variant of a kernel makes, from its declared parameters (name, dtype,
+        and a tensor's dims: extent names or literal sizes; None for a scalar): the count,
+        dtypes, ranks, element alignment and extents, for ``check_read`` before any variant
+        is chosen.  Nothing is assumed of alignment or strides, indices are 64-bit, and no
+        tensor counts as written."""
+        tensors = [
+            TensorParam(n, t, tuple(d), False, 1, False) for n, t, d in params if d is not None
+        ]
+        scalars = [ScalarParam(n, t) for n, t, d in params if d is None]
+        names = tuple(p[0] for p in params)
+        unlaunched = ("", "", 64, (1, 1, 1), 0, 0, {})  # entry, arch, index width, block, ...
+        return cls(
+            LaunchContract(kernel, *unlaunched, tuple(tensors), tuple(scalars), (), names), None
+        )
 
     def strided_tensors(self) -> set[int]:
         """The tensors (by index in ``tensors``) whose strides some slot passes to the kernel."""
@@ -144,45 +162,79 @@ class ArgumentBinder:
         return self._plan(args) if plan is None else plan
 
     def bind(
-        self, args: Sequence[Any], plan: Plan
+        self,
+        args: Sequence[Any],
+        plan: Plan,
+        arrays: Sequence[ArrayFields | None] | None = None,
     ) -> tuple[int | None, list[int], list[Any], list[int]]:
-        """Check ``args``; return (device, extents, slot values, producer streams)."""
-        tensors = self.tensors
-        arrays: list[ArrayFields] = []
-        try:
-            for read, check in zip(plan.readers, tensors):
-                arrays.append(read(args[check.position]))
-        except ArrayProtocolError as exc:
-            check = tensors[len(arrays)]
-            raise LaunchError(f"{self.kernel}: {check.name}: {exc}", check.name) from None
+        """Check ``args``; return (device, extents, slot values, producer streams).
 
-        device = None
-        first = None
+        ``arrays`` are the arguments as ``read_arguments`` read them, by position, when the
+        caller read them already; else each tensor is read with its plan's reader.  The
+        checks that need no driver come first, so a wrong dtype is reported as one even where
+        a pointer could not be asked about.
+        """
+        tensors = self.tensors
+        if arrays is None:
+            read: list[ArrayFields] = []
+            try:
+                for reader, check in zip(plan.readers, tensors):
+                    read.append(reader(args[check.position]))
+            except ArrayProtocolError as exc:
+                check = tensors[len(read)]
+                raise LaunchError(f"{self.kernel}: {check.name}: {exc}", check.name) from None
+        else:
+            read = [arrays[check.position] for check in tensors]  # type: ignore[misc]
+        extents = self.check(read)
+        device, producers = self.devices(read)
+        values = []
+        for kind, a, b in self.slot_sources:
+            if kind == POINTER:
+                values.append(read[a][0])
+            elif kind == STRIDE:
+                values.append(read[a][2][b])
+            elif kind == EXTENT:
+                values.append(extents[a])
+            else:
+                values.append(self.read_scalar(a, args[a]))
+        return device, extents, values, producers
+
+    def devices(
+        self, arrays: Sequence[ArrayFields], pointer_device: Callable[[int], int] | None = None
+    ) -> tuple[int | None, list[int]]:
+        """The GPU the tensors' arrays are on (None with none), asking the driver about pointers
+        whose array does not say; and the CAI v3 streams they were made on."""
+        device = first = None
         producers = []
-        for check, fields in zip(tensors, arrays):
-            ptr, shape, strides, dtype, on, readonly, stream = fields
+        for check, (ptr, _, _, _, on, _, stream) in zip(self.tensors, arrays):
+            if on is None and ptr:
+                on = self.device_of(check, ptr, pointer_device)
+            if on is not None and device is None:
+                device, first = on, check
+            elif on is not None and on != device:
+                raise LaunchError(
+                    f"{self.kernel}: {check.name} is on GPU {on} but {first.name} is on GPU "  # type: ignore[union-attr]
+                    f"{device}; pass all arrays on one GPU",
+                    check.name,
+                )
+            if stream is not None:
+                producers.append(stream)
+        return device, producers
+
+    def check(self, arrays: Sequence[ArrayFields]) -> list[int]:
+        """The checks that need no driver, on each tensor's fields (in ``tensors`` order): dtype,
+        rank, alignment, writability, unit stride, named and literal extents, the index width.
+        Returns the named extents."""
+        for check, fields in zip(self.tensors, arrays):
+            ptr, shape, strides, dtype, on, readonly, _ = fields
             if (
                 dtype != check.dtype
                 or len(shape) != check.rank
-                or ptr % check.align
+                or (ptr % check.align and on != HOST)  # the interpreter minds no alignment
                 or (readonly and check.written)
                 or (check.unit_stride and strides[-1] != 1 and shape[-1] > 1)
             ):
                 raise LaunchError(self._tensor_problem(check, fields), check.name)
-            if on is None and ptr:
-                on = self.device_of(check, ptr)
-            if on is not None:
-                if device is None:
-                    device, first = on, check
-                elif on != device:
-                    raise LaunchError(
-                        f"{self.kernel}: {check.name} is on GPU {on} but {first.name} is on GPU "
-                        f"{device}; pass all arrays on one GPU",
-                        check.name,
-                    )
-            if stream is not None:
-                producers.append(stream)
-
         extents = [arrays[t][1][axis] for t, axis in self.extent_sources]
         for t, axis, e in self.extent_checks:
             if arrays[t][1][axis] != extents[e]:
@@ -194,21 +246,21 @@ class ArgumentBinder:
                 )
         if self.index32:
             self._check_index32(extents, arrays)
+        return extents
 
-        values = []
-        for kind, a, b in self.slot_sources:
-            if kind == POINTER:
-                values.append(arrays[a][0])
-            elif kind == STRIDE:
-                values.append(arrays[a][2][b])
-            elif kind == EXTENT:
-                values.append(extents[a])
-            else:
-                values.append(self.read_scalar(a, args[a]))
-        return device, extents, values, producers
+    def check_read(self, args: Sequence[Any], arrays: Sequence[ArrayFields | None]) -> None:
+        """``check`` on arguments ``read_arguments`` read (host arrays too), with the count."""
+        if len(args) != self.count:
+            raise LaunchError(self.count_problem(args))
+        for check in self.tensors:
+            if arrays[check.position] is None:
+                raise LaunchError(self._not_an_array(check, args[check.position]), check.name)
+        self.check([arrays[check.position] for check in self.tensors])  # type: ignore[misc]
 
-    def binding(self, args: Sequence[Any]) -> Binding:
-        device, extents, values, producers = self.bind(args, self.plan(args))
+    def binding(
+        self, args: Sequence[Any], arrays: Sequence[ArrayFields | None] | None = None
+    ) -> Binding:
+        device, extents, values, producers = self.bind(args, self.plan(args), arrays)
         if not all(fits(slot.type, v) for slot, v in zip(self.contract.slots, values)):
             raise LaunchError(self.unfit_problem(values))
         return Binding(
@@ -221,11 +273,7 @@ class ArgumentBinder:
             arg = args[check.position]
             reader = reader_for(arg)
             if reader is None:
-                raise LaunchError(
-                    f"{self.kernel}: {check.name}: expected a GPU array for {check.declared()}; "
-                    + not_a_gpu_array(arg),
-                    check.name,
-                )
+                raise LaunchError(self._not_an_array(check, arg), check.name)
             readers.append(reader)
         plan = Plan(tuple(readers), library_of(args[t.position] for t in self.tensors))
         self.plans[tuple(map(type, args))] = plan
@@ -238,18 +286,24 @@ class ArgumentBinder:
         except ScalarError as exc:
             raise LaunchError(f"{self.kernel}: {name}: {exc}", name) from None
 
-    def device_of(self, check: TensorCheck, ptr: int) -> int:
-        if self._pointer_device is None:
+    def device_of(
+        self, check: TensorCheck, ptr: int, pointer_device: Callable[[int], int] | None = None
+    ) -> int:
+        pointer_device = pointer_device or self._pointer_device
+        if pointer_device is None:
             return 0
         try:
-            return self._pointer_device(ptr)
+            return pointer_device(ptr)
+        except DriverNotFound:
+            raise
         except CudaError as exc:
             raise LaunchError(
                 f"{self.kernel}: {check.name}: its data pointer {ptr:#x} is not GPU memory the "
-                f"CUDA driver knows ({exc.name}); pass an array allocated on a GPU"
+                f"CUDA driver knows ({exc.name}); pass an array allocated on a GPU",
+                check.name,
             ) from None
 
-    def _check_index32(self, extents: list[int], arrays: list[ArrayFields]) -> None:
+    def _check_index32(self, extents: list[int], arrays: Sequence[ArrayFields]) -> None:
         for name, size in zip(self.extent_names, extents):
             if size >= INDEX32_LIMIT:
                 t, axis = self.extent_sources[self.extent_names.index(name)]
@@ -267,6 +321,12 @@ class ArgumentBinder:
                 )
 
     # Messages, built only when a check fails.
+
+    def _not_an_array(self, check: TensorCheck, arg: Any) -> str:
+        return (
+            f"{self.kernel}: {check.name}: expected a GPU array for {check.declared()}; "
+            + not_a_gpu_array(arg)
+        )
 
     def count_problem(self, args: Sequence[Any]) -> str:
         params = ", ".join(self.contract.params)
@@ -304,7 +364,7 @@ class ArgumentBinder:
             "kernel was specialised for unit stride; pass .contiguous()"
         )
 
-    def _extent_problem(self, t: int, axis: int, e: int, arrays: list[ArrayFields]) -> str:
+    def _extent_problem(self, t: int, axis: int, e: int, arrays: Sequence[ArrayFields]) -> str:
         name = self.extent_names[e]
         first_t, first_axis = self.extent_sources[e]
         return (
@@ -313,7 +373,7 @@ class ArgumentBinder:
             f"{name} = {arrays[t][1][axis]} (axis {axis})"
         )
 
-    def _literal_problem(self, t: int, axis: int, size: int, arrays: list[ArrayFields]) -> str:
+    def _literal_problem(self, t: int, axis: int, size: int, arrays: Sequence[ArrayFields]) -> str:
         check = self.tensors[t]
         return (
             f"{self.kernel}: {check.name}: axis {axis} must be {size} (declared "

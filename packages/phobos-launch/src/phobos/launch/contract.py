@@ -1,10 +1,10 @@
 """The launch contract as the launcher reads it.
 
-The schema is ``phobos.compile.contract`` (its ``Contract`` dataclass and
-``FORMAT_VERSION``).  phobos-launch depends on nothing but the standard library,
-so it reads the JSON itself and mirrors here only the fields it needs; a change to
-the schema bumps ``FORMAT_VERSION`` there and must be mirrored here (a test checks
-that the two agree when phobos-compile is installed).
+The format is stated once, in ``contract.schema.json`` beside this module (a JSON
+Schema; docs/contract.md).  phobos-launch depends on nothing but the standard library,
+so it reads the JSON itself and checks here what it needs, including what a schema
+cannot say; tests/test_contract_schema.py holds this reader, and the compiler's
+``Contract``, to the schema.
 
 Reading a contract also checks it, so that a malformed contract fails when it is
 loaded, with the field named, not in the middle of a launch.

@@ -11,14 +11,27 @@ the caller to check.  ``launch_entry`` is the same function's address, which the
 native fast path (native.py) calls from C.
 
 The rest of the launcher talks to the driver only through the ``Driver`` protocol
-below, so tests can stand a fake in for it on a machine without a GPU.
+below, so tests can stand a fake in for it on a machine without a GPU.  The few calls
+phobos-autotune times variants with (timed events, a stream's synchronisation, a
+scratch buffer for flushing L2) are here too: this is the project's one binding.
 """
 
 from __future__ import annotations
 
 import ctypes
 import threading
-from ctypes import POINTER, byref, c_char_p, c_int, c_uint, c_uint64, c_void_p
+from ctypes import (
+    POINTER,
+    byref,
+    c_char_p,
+    c_float,
+    c_int,
+    c_size_t,
+    c_ubyte,
+    c_uint,
+    c_uint64,
+    c_void_p,
+)
 from typing import Any, Protocol
 
 from phobos.launch.errors import CudaError, DriverNotFound
@@ -35,9 +48,10 @@ CUDA_ERROR_NOT_FOUND = 500
 _ATTR_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97
 _ATTR_COMPUTE_CAPABILITY_MAJOR = 75
 _ATTR_COMPUTE_CAPABILITY_MINOR = 76
+_ATTR_L2_CACHE_SIZE = 38
 _FUNC_ATTR_MAX_THREADS_PER_BLOCK = 0
 _FUNC_ATTR_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
-_POINTER_ATTR_DEVICE_ORDINAL = 9
+POINTER_ATTR_DEVICE_ORDINAL = 9
 _JIT_ERROR_LOG_BUFFER = 5
 _JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6
 _EVENT_DISABLE_TIMING = 0x2
@@ -101,7 +115,16 @@ _SIGNATURES = {
     "cuEventCreate": (POINTER(c_void_p), c_uint),
     "cuEventRecord": (c_void_p, c_void_p),
     "cuStreamWaitEvent": (c_void_p, c_void_p, c_uint),
+    # Timing (phobos-autotune).
+    "cuCtxGetDevice": (POINTER(c_int),),
+    "cuEventSynchronize": (c_void_p,),
+    "cuEventDestroy_v2": (c_void_p,),
+    "cuStreamSynchronize": (c_void_p,),
+    "cuMemAlloc_v2": (POINTER(c_uint64), c_size_t),
+    "cuMemFree_v2": (c_uint64,),
+    "cuMemsetD8Async": (c_uint64, c_ubyte, c_size_t, c_void_p),
 }
+_ELAPSED = ("cuEventElapsedTime_v2", "cuEventElapsedTime")  # the first this driver has
 
 
 class CudaDriver:
@@ -115,11 +138,13 @@ class CudaDriver:
                 f"{exc}; no NVIDIA driver is installed here (the launcher needs a GPU)"
             ) from None
         self._fn = {}
-        for name, argtypes in _SIGNATURES.items():
+        elapsed = next(name for name in _ELAPSED if hasattr(lib, name))
+        signatures = {**_SIGNATURES, elapsed: (POINTER(c_float), c_void_p, c_void_p)}
+        for name, argtypes in signatures.items():
             fn = getattr(lib, name)
             fn.argtypes = argtypes
             fn.restype = c_int
-            self._fn[name] = fn
+            self._fn["cuEventElapsedTime" if name == elapsed else name] = fn
         try:
             self.launch = lib.cuLaunchKernelEx
         except AttributeError:
@@ -140,6 +165,12 @@ class CudaDriver:
         if code:
             raise self.error(name, code)
 
+    def _get(self, kind: type, name: str, *args: object) -> int | float:
+        """The value a call writes through its first argument, a pointer to a ``kind``."""
+        out = kind()
+        self._call(name, byref(out), *args)
+        return out.value or 0
+
     def error(self, call: str, code: int, detail: str = "") -> CudaError:
         """The ``CudaError`` for ``code`` returned by ``call``, with the driver's words for it."""
         name = c_char_p()
@@ -152,16 +183,12 @@ class CudaDriver:
         return CudaError(call, code, (name.value or b"CUDA_ERROR_%d" % code).decode(), message)
 
     def driver_version(self) -> int:
-        version = c_int()
-        self._call("cuDriverGetVersion", byref(version))
-        return version.value
+        return self._get(c_int, "cuDriverGetVersion")
 
     def primary_context(self, device: int) -> int:
-        handle = c_int()
-        self._call("cuDeviceGet", byref(handle), device)
-        context = c_void_p()
-        self._call("cuDevicePrimaryCtxRetain", byref(context), handle.value)
-        return context.value or 0
+        return self._get(
+            c_void_p, "cuDevicePrimaryCtxRetain", self._get(c_int, "cuDeviceGet", device)
+        )
 
     def current_context(self) -> int:
         """The calling thread's current context (0 for none); asked on every launch, so lean."""
@@ -179,9 +206,7 @@ class CudaDriver:
         self._call("cuCtxSetCurrent", context or None)
 
     def _device_attribute(self, device: int, attribute: int) -> int:
-        value = c_int()
-        self._call("cuDeviceGetAttribute", byref(value), attribute, device)
-        return value.value
+        return self._get(c_int, "cuDeviceGetAttribute", attribute, device)
 
     def compute_capability(self, device: int) -> tuple[int, int]:
         return (
@@ -194,10 +219,8 @@ class CudaDriver:
 
     def device_name(self, device: int) -> str:
         """The GPU's marketing name ("NVIDIA H200"): chips of one architecture differ in speed."""
-        handle = c_int()
-        self._call("cuDeviceGet", byref(handle), device)
         name = ctypes.create_string_buffer(256)
-        self._call("cuDeviceGetName", name, len(name), handle.value)
+        self._call("cuDeviceGetName", name, len(name), self._get(c_int, "cuDeviceGet", device))
         return name.value.decode(errors="replace")
 
     def load_module(self, image: bytes) -> int:
@@ -215,27 +238,19 @@ class CudaDriver:
         return module.value or 0
 
     def get_function(self, module: int, name: str) -> int:
-        function = c_void_p()
-        self._call("cuModuleGetFunction", byref(function), module, name.encode())
-        return function.value or 0
+        return self._get(c_void_p, "cuModuleGetFunction", module, name.encode())
 
     def max_threads_per_block(self, function: int) -> int:
-        value = c_int()
-        self._call("cuFuncGetAttribute", byref(value), _FUNC_ATTR_MAX_THREADS_PER_BLOCK, function)
-        return value.value
+        return self._get(c_int, "cuFuncGetAttribute", _FUNC_ATTR_MAX_THREADS_PER_BLOCK, function)
 
     def set_max_dynamic_shared_memory(self, function: int, nbytes: int) -> None:
         self._call("cuFuncSetAttribute", function, _FUNC_ATTR_MAX_DYNAMIC_SHARED_SIZE_BYTES, nbytes)
 
     def pointer_device(self, pointer: int) -> int:
-        ordinal = c_int()
-        self._call("cuPointerGetAttribute", byref(ordinal), _POINTER_ATTR_DEVICE_ORDINAL, pointer)
-        return ordinal.value
+        return self._get(c_int, "cuPointerGetAttribute", POINTER_ATTR_DEVICE_ORDINAL, pointer)
 
-    def create_event(self) -> int:
-        event = c_void_p()
-        self._call("cuEventCreate", byref(event), _EVENT_DISABLE_TIMING)
-        return event.value or 0
+    def create_event(self, timed: bool = False) -> int:
+        return self._get(c_void_p, "cuEventCreate", 0 if timed else _EVENT_DISABLE_TIMING)
 
     def record_event(self, event: int, stream: int) -> None:
         self._call("cuEventRecord", event, stream or None)
@@ -245,6 +260,35 @@ class CudaDriver:
 
     def synchronize(self) -> None:
         self._call("cuCtxSynchronize")
+
+    # Timing (phobos-autotune), in the current context.
+
+    def current_device(self) -> int:
+        return self._get(c_int, "cuCtxGetDevice")
+
+    def l2_cache_bytes(self, device: int) -> int:
+        return self._device_attribute(device, _ATTR_L2_CACHE_SIZE)
+
+    def elapsed_ms(self, start: int, end: int) -> float:
+        """The time between two timed events, once ``end`` has happened (it waits for it)."""
+        self._call("cuEventSynchronize", end)
+        return self._get(c_float, "cuEventElapsedTime", start, end)
+
+    def destroy_event(self, event: int) -> None:
+        self._call("cuEventDestroy_v2", event)
+
+    def synchronize_stream(self, stream: int) -> None:
+        self._call("cuStreamSynchronize", stream or None)
+
+    def allocate(self, nbytes: int) -> int:
+        return self._get(c_uint64, "cuMemAlloc_v2", nbytes)
+
+    def free(self, pointer: int) -> None:
+        self._call("cuMemFree_v2", pointer)
+
+    def memset_async(self, pointer: int, nbytes: int, stream: int) -> None:
+        """Zero ``nbytes`` at ``pointer``, queued on ``stream``."""
+        self._call("cuMemsetD8Async", pointer, 0, nbytes, stream or None)
 
 
 _shared: CudaDriver | None = None

@@ -77,6 +77,7 @@ _TORCH_NAMES = {
     "torch.float64": "f64",
 }
 _torch_seen: dict[object, str] = {}
+_torch_by_name: dict[str, object] = {}
 
 
 def from_torch(dtype: object) -> str:
@@ -86,4 +87,10 @@ def from_torch(dtype: object) -> str:
         text = str(dtype)
         name = _TORCH_NAMES.get(text, text)
         _torch_seen[dtype] = name
+        _torch_by_name.setdefault(name, dtype)
     return name
+
+
+def torch_dtype(name: str) -> object | None:
+    """The torch dtype object ``from_torch`` named ``name``, if it has seen one."""
+    return _torch_by_name.get(name)

@@ -4,7 +4,9 @@
 the arrays (``{"BLOCK": 256, "N": 1000}``), so ``lambda meta: (cdiv(meta["N"],
 meta["BLOCK"]),)`` sizes the grid from the data.  A grid with a zero in it launches
 nothing (an empty array needs no blocks); negative counts and counts over the
-hardware limits are refused.
+hardware limits are refused, and so are counts that are not ints (a float, a
+string, a bool).  ``grid_dims`` and ``call_grid`` are the one rule for every launch:
+``phobos.lang`` applies them to interpreter launches too.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ def grid_dims(kernel: str, grid: Any) -> tuple[int, int, int] | None:
     dims = []
     for axis, count in zip("xyz", grid):
         try:
+            if isinstance(count, bool):  # an int to Python, but not a count
+                raise TypeError
             count = operator.index(count)
         except TypeError:
             raise LaunchError(

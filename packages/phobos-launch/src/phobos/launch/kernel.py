@@ -4,22 +4,24 @@
 context (the one torch and CuPy use, so the kernel runs beside them) the first time
 the kernel is launched on that device, or at once when ``device=`` is given.
 
-A launch first tries ``try_launch``, the fast path made for the call signature,
-GPU and thread of an earlier good launch (native.py in C where a C compiler is at hand,
-else fastpath.py's generated Python).  When that cannot take the
-arguments, ``launch`` binds them with the reference binder (which explains anything
-wrong), makes the kernel's context current if another one is, launches, and
-compiles the fast path for next time.
+A launch first tries ``try_launch``, the fast path made for the call signature, GPU
+and thread of an earlier good launch (native.py in C where a C compiler is at hand, else
+fastpath.py's generated Python, both from one table.py table).  When that cannot take
+the arguments, ``launch`` binds them with the reference binder (which explains anything
+wrong), makes the kernel's context current if another one is, launches, and makes the
+fast path for next time.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import struct
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from phobos.launch.arrays import ArrayFields
 from phobos.launch.binder import ArgumentBinder, Binding, Plan
 from phobos.launch.contract import LaunchContract, read_contract
 from phobos.launch.driver import (
@@ -31,11 +33,12 @@ from phobos.launch.driver import (
     shared_driver,
 )
 from phobos.launch.errors import CudaError, LaunchError
-from phobos.launch.fastpath import FastLaunch, LaunchTarget, compile_fast_launch
+from phobos.launch.fastpath import compile_fast_launch
 from phobos.launch.grid import Grid, call_grid, grid_dims
 from phobos.launch.native import native_launch
 from phobos.launch.params import LaunchBlock
 from phobos.launch.streams import StreamOrdering, stream_handle
+from phobos.launch.table import FastLaunch, launch_table
 
 _DEFAULT_DYNAMIC_SMEM = 48 * 1024  # above this a kernel must opt in (cuFuncSetAttribute)
 
@@ -127,26 +130,34 @@ class LoadedKernel:
         *,
         stream: Any = None,
         values: Mapping[str, int] | None = None,
+        arrays: Sequence[ArrayFields | None] | None = None,
     ) -> None:
         """Check ``args`` against the contract and launch the kernel on ``grid``.
 
         ``grid`` is a tuple of 1 to 3 block counts or a function of ``meta`` (the
         contract's compile-time values, then ``values``, then the named extents).
         ``stream`` is a CUstream handle or a torch/CuPy stream; by default the array
-        library's current stream.  Raises ``LaunchError`` (nothing launched) when an
+        library's current stream.  ``arrays``: the arguments as ``read_arguments`` read
+        them, for a caller that read them already (the launch then takes the reference
+        path, reading nothing again).  Raises ``LaunchError`` (nothing launched) when an
         argument does not fit; this call is also the figure for host time per launch.
         """
-        if values is None and self.try_launch(grid, args, stream) == 0:
+        if values is None and arrays is None and self.try_launch(grid, args, stream) == 0:
             return
-        self._launch_slowly(grid, args, stream, values)
+        self._launch_slowly(grid, args, stream, values, arrays)
 
     def _launch_slowly(
-        self, grid: Grid, args: Sequence[Any], stream: Any, values: Mapping[str, int] | None
+        self,
+        grid: Grid,
+        args: Sequence[Any],
+        stream: Any,
+        values: Mapping[str, int] | None,
+        arrays: Sequence[ArrayFields | None] | None = None,
     ) -> None:
         """The reference path: bind and explain, switch contexts if needed, launch."""
         binder = self._binder
         plan = binder.plan(args)
-        device, extents, slot_values, producers = binder.bind(args, plan)
+        device, extents, slot_values, producers = binder.bind(args, plan, arrays)
         if device is None or self._pinned is not None:
             device = self._device_for(device)
         on_device = self._devices.get(device) or self._loaded(device)
@@ -188,46 +199,57 @@ class LoadedKernel:
                 driver.set_current_context(previous)
 
     def _use_fast_path(
+        self, plan: Plan, args: Sequence[Any], device: int, on_device: _OnDevice, block: LaunchBlock
+    ) -> None:
+        """Make this signature's fast path (made once) the next launch's first try."""
+        thread = threading.get_ident()
+        key = (tuple(map(type, args)), device, thread)
+        if key not in self._fast_paths:
+            self._fast_paths[key] = self._fast_path(plan, key[0], device, on_device, block)
+        fast = self._fast_paths[key]
+        if fast is not None:
+            self._fast_by_thread[thread] = self.try_launch = fast
+
+    def fast_path(
+        self, args: Sequence[Any], device: int = 0, native: bool | None = None
+    ) -> FastLaunch | None:
+        """A fresh fast path for this thread's launches of ``args``'s signature on ``device``
+        (``native``: only the C one; False: only the generated Python; None: as a launch
+        makes it), or None; for tests and measurements (a launch makes and keeps its own)."""
+        plan = self._binder.plan(args)
+        with contextlib.suppress(LaunchError):
+            self._binder.bind(args, plan)  # what a launch reads before it makes one
+        types = tuple(map(type, args))
+        return self._fast_path(plan, types, device, self._loaded(device), self._block(), native)
+
+    def _fast_path(
         self,
         plan: Plan,
-        args: Sequence[Any],
+        types: tuple[type, ...],
         device: int,
         on_device: _OnDevice,
         block: LaunchBlock,
-    ) -> None:
-        """Make this signature's fast path (compiled once) the next launch's first try."""
-        thread = threading.get_ident()
-        key = (tuple(map(type, args)), device, thread)
-        if key in self._fast_paths:
-            fast = self._fast_paths[key]
-        else:
-            target = LaunchTarget(
-                device=device,
-                function=on_device.handle,
-                launch=self.driver.launch,
-                launch_entry=getattr(self.driver, "launch_entry", None),
-                pointer_entry=getattr(self.driver, "pointer_attribute_entry", None),
-                block=block,
-                owner=thread,
-                other_thread=self._try_other_thread,
-                meta=dict(self.contract.values),
-            )
-            fast = native_launch(self._binder, plan, args, target)
-            if fast is None:
-                fast = compile_fast_launch(self._binder, plan, args, target)
-            self._fast_paths[key] = fast
-        if fast is not None:
-            self._fast_by_thread[thread] = fast
-            self.try_launch = fast
+        native: bool | None = None,
+    ) -> FastLaunch | None:
+        table = launch_table(
+            self._binder, plan, types, device, on_device.handle, block, self.driver,
+            self._try_other_thread,
+        )  # fmt: skip
+        fast = None if table is None or native is False else native_launch(table)
+        if table is not None and fast is None and native is not True:
+            fast = compile_fast_launch(table, self.name)
+        return fast
 
     def _try_other_thread(self, grid: Grid, args: Sequence[Any], stream: Any) -> int | None:
         """``try_launch`` from a thread other than the one whose fast path it is."""
         fast = self._fast_by_thread.get(threading.get_ident())
         return None if fast is None else fast(grid, args, stream)
 
-    def bind(self, args: Sequence[Any]) -> Binding:
+    def bind(
+        self, args: Sequence[Any], arrays: Sequence[ArrayFields | None] | None = None
+    ) -> Binding:
         """Check ``args`` as a launch would, and say what the launch would use; launches nothing."""
-        binding = self._binder.binding(args)
+        binding = self._binder.binding(args, arrays)
         if self._pinned is not None:
             self._device_for(binding.device)
         return binding

@@ -1,15 +1,12 @@
 """The native fast path: ``native_fast_launch.c`` built on first use, one ``FastLaunch`` per signature.
 
 The generated Python of fastpath.py leaves the interpreter between every array
-accessor and ctypes between the launch and the driver; together they cost more
-than the driver's own launch.  This module compiles a small C extension once per
-machine and Python (with the C compiler Python was built with, the way Triton
-builds its launcher), keeps it under the Phobos cache folder, and makes one
-``FastLaunch`` per call signature, GPU and thread: torch tensors read through their
-accessors, other arrays through ``__cuda_array_interface__`` (the driver asked from
-C which GPU holds each pointer), and scalars.  It makes every check the generated
-Python makes, from the same ``ArgumentBinder`` tables, and writes the same launch
-block.
+accessor and ctypes between the launch and the driver; together they cost more than
+the driver's own launch.  This module compiles a small C extension once per machine
+and Python (with the C compiler Python was built with, the way Triton builds its
+launcher), keeps it under the Phobos cache folder, and makes one ``FastLaunch`` per
+call signature, GPU and thread from the same ``LaunchTable`` as the generated Python
+(table.py; ``table.c_header()`` declares the C struct, written where it is compiled).
 
 Where it cannot be used (no C compiler or Python headers, a driver without C entry
 points such as a test's fake made without them, ``PHOBOS_NATIVE_LAUNCH=0``) the
@@ -27,7 +24,6 @@ at all: the extension is built in a private temporary folder for the process, wi
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import hashlib
 import importlib.machinery
 import importlib.util
@@ -39,21 +35,14 @@ import sysconfig
 import tempfile
 import threading
 import warnings
-from collections.abc import Iterator
-from functools import partial
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from phobos.launch.arrays import read_cai, read_torch
-from phobos.launch.binder import SCALAR, ArgumentBinder, Plan
-from phobos.launch.dtypes import ITEMSIZE, from_torch, from_typestr
 from phobos.launch.errors import LaunchWarning
-from phobos.launch.fastpath import FastLaunch, LaunchTarget, tensor_reads
-from phobos.launch.grid import MAX_GRID
-from phobos.launch.params import CONFIG_SIZE
 from phobos.launch.private import Untrusted, folder_problem, make_folder, read_checked
-from phobos.launch.streams import stream_handle
+from phobos.launch.table import FastLaunch, LaunchTable, Read, c_header
 
 try:
     import fcntl
@@ -68,10 +57,7 @@ BUILD_TIMEOUT_S = 120
 DIGEST_SUFFIX = ".sha256"  # beside each build: the sha256 of the file as it was built
 LOCK_NAME = f"{MODULE_NAME}.lock"  # processes building at once take turns on it
 
-# The slot types in the order of the C enum (native_fast_launch.c).
-SLOT_TYPES = ("bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64",
-              "f16", "bf16", "f32", "f64")  # fmt: skip
-
+HEADER = "phobos_launch_table.h"  # table.c_header(), written beside the source for a build
 _lock = threading.Lock()
 _module: ModuleType | None = None
 _status: str | None = None  # why there is no module, once a build was tried
@@ -79,87 +65,40 @@ _said: set[str] = set()  # the warnings given in this process
 _said_lock = threading.Lock()
 
 
-def native_launch(
-    binder: ArgumentBinder, plan: Plan, args: Any, target: LaunchTarget
-) -> FastLaunch | None:
-    """The native fast path for ``plan`` on ``target``, or ``None`` where it does not apply.
-
-    ``args`` passed the reference checks with ``plan``; their types and torch dtype
-    objects are what later launches are compared with, by identity.
-    """
-    if target.launch_entry is None or any(r not in (read_torch, read_cai) for r in plan.readers):
-        return None
-    if read_cai in plan.readers and target.pointer_entry is None:
+def native_launch(table: LaunchTable) -> FastLaunch | None:
+    """The native fast path made from ``table``, or ``None`` where it does not apply (no C entry
+    points, as in a test's fake driver made without them; no extension)."""
+    cai = any(table.tensors[i].read == Read.CAI for i in range(table.ntensors))
+    if not table.launch or (cai and not table.pointer_attribute):
         return None
     module = native_module()
-    if module is None:
-        return None
-    strided = binder.strided_tensors()
-    tensors = []
-    for i, (check, reader) in enumerate(zip(binder.tensors, plan.readers)):
-        arg = args[check.position]
-        needs_strides, check_contiguous, span_check = tensor_reads(binder, check, i in strided)
-        if reader is read_cai:
-            dtype = arg.__cuda_array_interface__["typestr"]  # compared as the array spells it
-            if from_typestr(dtype) != check.dtype:
-                return None
-            needs_strides, check_contiguous = True, False
-        else:
-            dtype = arg.dtype
-            if from_torch(dtype) != check.dtype:
-                return None
-        tensors.append(
-            (check.position, type(arg), dtype, check.rank, check.align, check.unit_stride,
-             needs_strides, check_contiguous, span_check, ITEMSIZE[check.dtype],
-             reader is read_cai, check.written)
-        )  # fmt: skip
-    block = target.block
-    slots = []
-    for (kind, a, b), slot, offset in zip(
-        binder.slot_sources, binder.contract.slots, block.offsets
-    ):
-        reader = partial(binder.read_scalar, a) if kind == SCALAR else None
-        slots.append((kind, a, b, SLOT_TYPES.index(slot.type), offset, reader))
-    config = ctypes.addressof(block.config)
-    keep = (block, target, tuple(tensors), tuple(slots))  # what the C side borrows
-    return module.FastLaunch(
-        target.owner,
-        target.other_thread,
-        plan.current_stream,
-        stream_handle,
-        dict(target.meta),
-        binder.count,
-        tuple(tensors),
-        tuple(binder.extent_sources),
-        tuple(binder.extent_checks),
-        tuple(binder.literal_checks),
-        binder.index32,
-        target.device,
-        tuple(slots),
-        tuple(binder.extent_names),
-        keep,
-        target.launch_entry,
-        target.pointer_entry or 0,
-        target.function.value or 0,
-        config,
-        config + CONFIG_SIZE,
-        ctypes.addressof(block.pointers),
-        block.cta,
-        block.dynamic_smem,
-        MAX_GRID,
-    )
+    return None if module is None else module.FastLaunch(table)
 
 
-def steady_call(kernel: Any, grid: Any, fallback: Any) -> Any | None:
-    """phobos.lang's ``kernel[grid]`` with its steady state in C, or ``None`` without the module.
+class SteadyState:
+    """The steady state of a caller's launches, which ``steady_call``'s ``SteadyCall`` reads.
 
-    The steady state: ``kernel.last_launch`` is ``(values, loaded)`` and the call's
-    keywords (less ``stream=``) equal ``values``; the call then goes to
-    ``loaded.try_launch(grid, args, stream)``.  Every other call, and any launch that
-    does not return 0, goes to ``fallback`` with the call's own arguments.
+    ``last_launch`` is ``(values, loaded)``: the keyword values of the caller's last
+    launch and the ``LoadedKernel`` it used (phobos.lang: the last GPU launch that fixed
+    every compile-time name), or None.
+    """
+
+    __slots__ = ("last_launch",)
+
+    def __init__(self) -> None:
+        self.last_launch: tuple[dict[str, int], Any] | None = None
+
+
+def steady_call(state: SteadyState, grid: Any, fallback: Callable[..., None]) -> Any | None:
+    """A launch function with its steady state in C, or ``None`` without the module.
+
+    The steady state: ``state.last_launch`` is ``(values, loaded)`` and the call's
+    keywords (less ``stream=`` and a false ``race_check=``) equal ``values``; the call
+    then goes to ``loaded.try_launch(grid, args, stream)``.  Every other call, and any
+    launch that does not return 0, goes to ``fallback`` with the call's own arguments.
     """
     module = native_module()
-    return None if module is None else module.SteadyCall(kernel, grid, fallback)
+    return None if module is None else module.SteadyCall(state, grid, fallback)
 
 
 def native_module() -> ModuleType | None:
@@ -224,7 +163,8 @@ def extension_name() -> str:
     upgrade builds afresh."""
     compiler = shlex.split(sysconfig.get_config_var("CC") or "cc")
     suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
-    tag = hashlib.sha256(SOURCE.read_bytes() + sys.version.encode() + " ".join(compiler).encode())
+    built = SOURCE.read_bytes() + c_header().encode() + sys.version.encode()
+    tag = hashlib.sha256(built + " ".join(compiler).encode())
     return f"{MODULE_NAME}-{tag.hexdigest()[:16]}{suffix}"
 
 
@@ -298,11 +238,14 @@ def _compile(path: Path, record: Path) -> None:
     includes = {sysconfig.get_paths()["include"], sysconfig.get_paths()["platinclude"]}
     fd, temporary = tempfile.mkstemp(suffix=suffix, dir=path.parent)
     os.close(fd)
+    header = tempfile.TemporaryDirectory(prefix="phobos-native-header-")
+    (Path(header.name) / HEADER).write_text(c_header())
     command = [
         *compiler,
         "-O2",
         "-shared",
         "-fPIC",
+        f"-I{header.name}",
         *(f"-I{include}" for include in sorted(includes)),
         str(SOURCE),
         "-o",
@@ -326,6 +269,7 @@ def _compile(path: Path, record: Path) -> None:
         os.replace(temporary, path)
         _write_private(record, f"{digest}\n".encode())
     finally:
+        header.cleanup()
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)
 

@@ -22,6 +22,9 @@ from phobos.launch.dtypes import ITEMSIZE, STRUCT_CODE
 # of padding, hStream, then attrs (NULL) and numAttrs (0) with padding: 56 bytes, packed as zeros.
 CONFIG_FORMAT = "3I3II4xQ16x"
 CONFIG_SIZE = struct.calcsize("<" + CONFIG_FORMAT)
+# Where its fields start (for the native path, through table.c_header).
+CONFIG_GRID, CONFIG_BLOCK, CONFIG_SMEM = 0, struct.calcsize("<3I"), struct.calcsize("<6I")
+CONFIG_STREAM = struct.calcsize("<7I4x")
 
 
 class LaunchBlock:
@@ -61,11 +64,6 @@ class LaunchBlock:
     def fill(self, grid: Sequence[int], stream: int, values: Sequence[Any]) -> None:
         """Write one launch: grid ``(x, y, z)``, the stream handle and the slot values."""
         self.write(*grid, *self.cta, self.dynamic_smem, stream, *values)
-
-    def launch_config(self) -> tuple[tuple[int, int, int], tuple[int, int, int], int, int]:
-        """(grid, CTA, dynamic shared memory, stream) as last written."""
-        gx, gy, gz, bx, by, bz, smem, stream = struct.unpack_from("<" + CONFIG_FORMAT, self._buffer)
-        return (gx, gy, gz), (bx, by, bz), smem, stream
 
     def __bytes__(self) -> bytes:
         """The parameter values as last written (what the kernel reads)."""

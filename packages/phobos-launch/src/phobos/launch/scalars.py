@@ -15,7 +15,7 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-from phobos.launch.arrays import is_torch_tensor
+from phobos.launch.arrays import has_cai, is_torch_tensor
 from phobos.launch.dtypes import STRUCT_CODE
 
 ScalarReader = Callable[[Any], Any]
@@ -69,7 +69,7 @@ def _read_bool(value: Any) -> bool:
 def _unwrap(value: Any, dtype: str) -> Any:
     if isinstance(value, ctypes._SimpleCData):
         return value.value
-    if is_torch_tensor(value) or hasattr(value, "__cuda_array_interface__"):
+    if is_torch_tensor(value) or has_cai(value):
         raise ScalarError(
             f"expected a {dtype} scalar (a Python or NumPy number), got an array; pass a number "
             "(.item() reads one back from the GPU, waiting for it)"

@@ -41,6 +41,9 @@ class Context:
         # Diagnostics of statements that failed; lowering goes on with the next one.
         self.errors: list[Diagnostic] = []
         self.fn_stack: list[str] = []
+        # Blocks, expressions and inlined fn bodies open now: the lowering recurses on
+        # each, so past MAX_NESTING it stops with an error (``ExprLowerer.value``).
+        self.level = 0
         # Parameter and extent names: a variable never takes one, so back ends can
         # use all of them as identifiers side by side.
         self._used_names: set[str] = set(reserved)

@@ -16,6 +16,7 @@ from phobos.compile.check.atomics import ATOMICS, value_error
 from phobos.compile.check.broadcast import broadcast_shapes, is_partial, shape_of, to_shape
 from phobos.compile.check.builtins import BUILTINS, lower_cast, lower_dot
 from phobos.compile.check.context import Context
+from phobos.compile.check.limits import check_extent, check_tile
 from phobos.compile.check.messages import describe, shown
 from phobos.compile.check.scope import Scope
 from phobos.compile.check.types import (
@@ -31,8 +32,10 @@ from phobos.compile.check.types import (
 )
 from phobos.compile.diagnostics import error
 from phobos.compile.ir import nodes as ir
+from phobos.compile.limits import MAX_NESTING, MAX_TENSOR_EXTENT
 from phobos.compile.span import Span
 from phobos.compile.syntax import ast
+from phobos.compile.syntax.nesting import nesting_error
 
 ARITHMETIC = {"+": "add", "-": "sub", "*": "mul", "/": "div", "%": "mod"}
 BITWISE = {"&": "and", "|": "or", "^": "xor"}
@@ -62,10 +65,31 @@ class ExprLowerer(ABC):
     # ------------------------------------------------------------------ entry points
 
     def value(self, expr: ast.Expr, scope: Scope) -> Value:
+        """The value of ``expr``; a tile of more than ``MAX_TILE_ELEMENTS`` lanes is an error."""
         method = getattr(self, "_" + type(expr).__name__.lower(), None)
         if method is None:
             raise error(expr.span, f"unsupported expression {type(expr).__name__}")
-        return method(expr, scope)
+        ctx = self.ctx
+        ctx.level += 1
+        try:
+            if ctx.level > MAX_NESTING:
+                raise self.too_deep(expr.span)
+            got = method(expr, scope)
+        finally:
+            ctx.level -= 1
+        if not isinstance(got, Literal) and isinstance(got.type, ir.TileT):
+            check_tile(got.type.shape, expr.span)
+        return got
+
+    def too_deep(self, span: Span) -> Exception:
+        """Lowering nests deeper than MAX_NESTING (through inlined fns: the source is checked)."""
+        return nesting_error(
+            span,
+            f"nested too deeply once fns are inlined (more than {MAX_NESTING} levels of "
+            f"blocks, expressions and fn bodies); the limit is {MAX_NESTING}",
+            f"bind the values of fn calls to names first (`{self.ctx.spelling.let('x')}`), "
+            "and nest fewer calls",
+        )
 
     def typed(self, expr: ast.Expr, scope: Scope) -> ir.Expr:
         """The value of ``expr``, a lone literal taking its default type (i32 or f32)."""
@@ -357,6 +381,20 @@ class ExprLowerer(ABC):
         extent = self.compile_time_int(expr, scope, "a tile extent")
         if extent <= 0:
             raise error(expr.span, f"a tile extent must be positive, got {extent}")
+        check_extent(expr.span, "a tile extent", extent)
+        return extent
+
+    def tensor_extent(self, expr: ast.Expr, scope: Scope) -> int:
+        """A tensor extent fixed at compile time: positive, and an ``i64``."""
+        extent = self.compile_time_int(expr, scope, "a tensor extent")
+        if extent <= 0:
+            raise error(expr.span, f"a tensor extent must be positive, got {extent}")
+        if extent > MAX_TENSOR_EXTENT:
+            raise error(
+                expr.span,
+                f"a tensor extent must be at most {MAX_TENSOR_EXTENT} (an i64), got {extent}",
+                help="name the extent (`N`) to take it from the array at the launch",
+            )
         return extent
 
     def _subscript(self, expr: ast.Subscript, scope: Scope) -> Value:
@@ -396,6 +434,7 @@ class ExprLowerer(ABC):
                 length = self.compile_time_int(item.length, scope, "a window length")
                 if length <= 0:
                     raise error(item.length.span, f"a window length must be positive, got {length}")
+                check_extent(item.length.span, "a window length", length)
                 indices.append(ir.WindowIndex(start, length))
                 shape.append(length)
             else:
@@ -404,6 +443,7 @@ class ExprLowerer(ABC):
                     "`:` and `newaxis` reshape tiles; a tensor takes points and windows",
                     help=f"load a window first: `{self.ctx.spelling.windows('t')}`",
                 )
+        check_tile(tuple(shape), expr.span, "this window")
         return tuple(indices), tuple(shape)
 
     def reshape(self, base: ir.Expr, expr: ast.Subscript) -> ir.Expr:

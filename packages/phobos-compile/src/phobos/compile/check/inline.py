@@ -19,6 +19,7 @@ from phobos.compile.check.spelling import Spelling
 from phobos.compile.check.types import Literal, Value, literal_fits, make_const
 from phobos.compile.diagnostics import Diagnostic, Note, PhobosError, error
 from phobos.compile.ir import nodes as ir
+from phobos.compile.limits import MAX_NESTING
 from phobos.compile.syntax import ast
 
 if TYPE_CHECKING:
@@ -63,12 +64,16 @@ def lower_body(lw: StmtLowerer, fn: ast.Function, args: Sequence[ir.Expr]) -> Va
     last = body.pop() if body and isinstance(body[-1], ast.Return) else None
     ctx.fn_stack.append(fn.name)
     was_in_fn, lw.in_fn = lw.in_fn, True
+    ctx.level += 1  # the body is a level: a chain of calls nests
     try:
+        if ctx.level > MAX_NESTING:
+            raise lw.too_deep(fn.body.span)
         inner = fn_scope.child()
         for stmt in body:
             lw.statement(stmt, inner)
         return _result(lw, fn, last, inner)
     finally:
+        ctx.level -= 1
         ctx.fn_stack.pop()
         lw.in_fn = was_in_fn
 

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from phobos.compile.check import scope as names
 from phobos.compile.check.consts import module_functions, module_scope
 from phobos.compile.check.context import Context
+from phobos.compile.check.limits import check_variant
 from phobos.compile.check.scope import Binding, Scope
 from phobos.compile.check.spelling import Spelling
 from phobos.compile.check.stmt import StmtLowerer
@@ -66,7 +67,9 @@ def _lower_kernel(
         if ctx.errors:
             raise PhobosError(*ctx.errors)
         if ctx.wants_partial <= forced:
-            return ir.Kernel(node.name, params, tuple(chosen.items()), body, node.span)
+            lowered = ir.Kernel(node.name, params, tuple(chosen.items()), body, node.span)
+            check_variant(lowered)
+            return lowered
         forced = forced | frozenset(ctx.wants_partial)
 
 
@@ -198,7 +201,7 @@ def _dim(dim: ast.Expr, scope: Scope, lowerer: StmtLowerer) -> str | int:
                 f"the {found.kind} '{dim.id}' cannot name a tensor extent",
                 help="name the extent with a new name, such as `N`",
             )
-    return lowerer.tile_extent(dim, scope)
+    return lowerer.tensor_extent(dim, scope)
 
 
 def _interface_names(node: ast.Kernel) -> set[str]:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from phobos.compile.check import scope as names
 from phobos.compile.check.atomics import gives_value, is_atomic_call, lower_atomic
 from phobos.compile.check.broadcast import broadcast_shapes, is_partial, shape_of, to_shape
@@ -14,8 +17,18 @@ from phobos.compile.check.spelling import Spelling
 from phobos.compile.check.types import Literal, Value, is_int, literal_fits, make_const
 from phobos.compile.diagnostics import PhobosError, error
 from phobos.compile.ir import nodes as ir
+from phobos.compile.limits import MAX_NESTING
 from phobos.compile.span import Span
 from phobos.compile.syntax import ast
+
+
+@contextmanager
+def _leaving(ctx) -> Iterator[None]:
+    """Close the block's level when it ends, however it ends."""
+    try:
+        yield
+    finally:
+        ctx.level -= 1
 
 
 def cannot_assign_help(kind: str, name: str, spelling: Spelling) -> str:
@@ -41,7 +54,12 @@ class StmtLowerer(DebugStatements, ExprLowerer):
     def block(self, block: ast.Block, scope: Scope) -> tuple[ir.Stmt, ...]:
         """The block's statements; a statement with an error is recorded and skipped."""
         inner = scope.child()
-        with self.ctx.collect() as out:
+        ctx = self.ctx
+        ctx.level += 1
+        if ctx.level > MAX_NESTING:
+            ctx.level -= 1
+            raise self.too_deep(block.span)
+        with ctx.collect() as out, _leaving(ctx):
             for stmt in block.body:
                 try:
                     self.statement(stmt, inner)

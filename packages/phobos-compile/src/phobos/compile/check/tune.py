@@ -8,6 +8,7 @@ variant takes, for a range, 1024 clamped into it, and for a set, its first value
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -17,6 +18,7 @@ from phobos.compile.check.scope import Scope
 from phobos.compile.check.spelling import Spelling
 from phobos.compile.check.stmt import StmtLowerer
 from phobos.compile.diagnostics import error
+from phobos.compile.limits import MAX_VARIANTS
 from phobos.compile.syntax import ast
 
 RANGE_DEFAULT = 1024
@@ -87,8 +89,12 @@ def space_of(kernel: ast.Kernel, root: Scope, module: ast.Module) -> TuneSpace:
             )
         space = param.space
         if isinstance(space, ast.PowerRange):
-            low = lowerer.compile_time_int(space.low, root, "an @autotune bound")
-            high = lowerer.compile_time_int(space.high, root, "an @autotune bound")
+            low = _in_i64(
+                lowerer.compile_time_int(space.low, root, "an @autotune bound"), space.low
+            )
+            high = _in_i64(
+                lowerer.compile_time_int(space.high, root, "an @autotune bound"), space.high
+            )
             for bound, expr in ((low, space.low), (high, space.high)):
                 if not is_power_of_two(bound):
                     raise error(
@@ -105,11 +111,32 @@ def space_of(kernel: ast.Kernel, root: Scope, module: ast.Module) -> TuneSpace:
             ranges.add(param.name)
         else:
             values = tuple(
-                lowerer.compile_time_int(v, root, "an @autotune value") for v in space.values
+                _in_i64(lowerer.compile_time_int(v, root, "an @autotune value"), v)
+                for v in space.values
             )
             if not values:
                 raise error(space.span, f"the set of values for '{param.name}' is empty")
             if len(set(values)) != len(values):
                 raise error(space.span, f"the set of values for '{param.name}' repeats a value")
         choices[param.name] = values
+    count = math.prod(len(v) for v in choices.values())
+    if count > MAX_VARIANTS:
+        first, last = kernel.autotune[0].span, kernel.autotune[-1].span
+        raise error(
+            first.to(last),
+            f"the @autotune space of '{kernel.name}' has {count} variants; the limit is "
+            f"{MAX_VARIANTS}",
+            help="give fewer values: narrow the ranges, or fix some names at the launch",
+        )
     return TuneSpace(tuple(choices), choices, frozenset(ranges))
+
+
+def _in_i64(value: int, expr: ast.Expr) -> int:
+    """A compile-time value is an integer of ``i64``'s range (no type can use a larger one)."""
+    if not -(2**63) <= value < 2**63:
+        raise error(
+            expr.span,
+            f"the @autotune value {value} does not fit in i64",
+            help="compile-time values are integers from -2^63 to 2^63 - 1",
+        )
+    return value

@@ -550,11 +550,12 @@ class _Lowerer:
             env.update(bindings)
             with self.b.inside(regions[body_region]):
                 body(env)
-                yielded = {name: self.env[name] for name in carried}
-                grown = {
-                    name: heads[name].grow(self.normalise(yielded[name], regions[body_region]))
-                    for name in carried
+                # The yield's bounds on values the body defines are folded into its mask:
+                # the header can carry only bounds on values from outside the loop.
+                yielded = {
+                    name: self.normalise(self.env[name], regions[body_region]) for name in carried
                 }
+                grown = {name: heads[name].grow(yielded[name]) for name in carried}
                 if all(grown[name] == heads[name] for name in carried):
                     values = self.head_yield(heads, yielded)
                     self.b.add(ir.Yield(operands=values))

@@ -73,11 +73,17 @@ def _is_int(value: object) -> bool:
 
 
 def _grid(kernel: ir.Kernel, grid: object) -> tuple[int, int, int]:
+    """1 to 3 block counts, each an int of at least 0 (a zero: no block runs).
+
+    A launch's grid is checked first by the GPU launcher's rule (``phobos.launch.grid``,
+    applied by ``phobos.lang`` to interpreter launches too: ints within the hardware's
+    limits); ``run`` itself only refuses what it cannot run.
+    """
     sizes = tuple(grid) if isinstance(grid, (tuple, list)) else ()
-    if not 1 <= len(sizes) <= 3 or not all(_is_int(s) and s > 0 for s in sizes):
+    if not 1 <= len(sizes) <= 3 or not all(_is_int(s) and s >= 0 for s in sizes):
         raise launch_error(
             kernel.span,
-            f"the grid of '{kernel.name}' must be 1 to 3 positive integers, got {grid!r}",
+            f"the grid of '{kernel.name}' must be 1 to 3 integers of at least 0, got {grid!r}",
             help="write the grid as a tuple of block counts, e.g. kernel[(blocks,)](...)",
         )
     x, y, z = (int(s) for s in sizes + (1,) * (3 - len(sizes)))

@@ -119,8 +119,10 @@ class ExprCompiler:
         return _elementwise(np.where, operands, node.type)
 
     def _cast(self, node: ir.Cast) -> Code:
-        dtype = compute_dtype(node.type.dtype)
-        return _elementwise(lambda v: v.astype(dtype), [self(node.operand)], node.type)
+        convert = elementwise.cast(
+            compute_dtype(node.type.dtype), compute_dtype(node.operand.type.dtype)
+        )
+        return _elementwise(convert, [self(node.operand)], node.type)
 
     # ----------------------------------------------------------------- shapes
 

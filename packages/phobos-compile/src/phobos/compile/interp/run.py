@@ -22,6 +22,8 @@ def run(
 ) -> None:
     """Run ``kernel`` on numpy ``args`` (in parameter order) for every block of ``grid``.
 
+    ``grid`` is 1 to 3 block counts; a zero runs no block (the arguments are still checked).
+
     Raises ``LaunchError`` (before anything is written) when the arguments or grid
     do not fit, and with ``race_check``, ``RaceError`` when two blocks touch one
     element and at least one writes it.

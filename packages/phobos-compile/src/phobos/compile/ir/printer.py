@@ -14,11 +14,14 @@ from __future__ import annotations
 import math
 
 from phobos.compile.ir import nodes as ir
+from phobos.compile.ir.nesting import check_ir_nesting
 
 INDENT = "    "
 
 
 def format_kernel(kernel: ir.Kernel) -> str:
+    """The kernel's text; ``PhobosError`` if it nests deeper than the printer may recurse."""
+    check_ir_nesting(kernel)
     params = ", ".join(_param(p) for p in kernel.params)
     values = ", ".join(f"{name}={value}" for name, value in kernel.values)
     header = f"kernel {kernel.name}({params})" + (f" [{values}]" if values else "") + " {"

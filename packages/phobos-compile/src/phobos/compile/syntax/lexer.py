@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from dataclasses import dataclass
 
 from phobos.compile.diagnostics import Note, error
@@ -79,10 +80,12 @@ class Token:
     col: int
     value: int | float | None = None
     suffix: str | None = None
+    # Characters in the source when they differ from ``text`` (a name normalised to NFKC).
+    width: int | None = None
 
     @property
     def end_col(self) -> int:
-        return self.col + len(self.text)
+        return self.col + (len(self.text) if self.width is None else self.width)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,10 +109,16 @@ def tokenize(text: str, file: str) -> tuple[list[Token], list[Comment]]:
     match_token = _TOKEN.match
     while pos < size:
         m = match_token(text, pos)
-        if m is None:
-            raise _unexpected_character(text, pos, line, pos - line_start + 1, file)
-        kind = m.lastgroup
         col = pos - line_start + 1
+        if m is None or (m.lastgroup == "name" and m.end() < size and not text[m.end()].isascii()):
+            # A name with characters beyond ASCII (Python's identifiers), or no token at all.
+            end = _identifier_end(text, pos)
+            if end == pos:
+                raise _unexpected_character(text, pos, line, col, file)
+            tokens.append(_name(text[pos:end], line, col, file))
+            pos = end
+            continue
+        kind = m.lastgroup
         pos = m.end()
         if kind == "space":
             continue
@@ -149,6 +158,38 @@ def tokenize(text: str, file: str) -> tuple[list[Token], list[Comment]]:
         tokens.append(Token("newline", "", end_line, end_col))
     tokens.append(Token("eof", "", end_line, end_col))
     return tokens, comments
+
+
+def _identifier_end(text: str, pos: int) -> int:
+    """Where the identifier starting at ``pos`` ends, by Python's rules (``pos``: none starts).
+
+    An identifier is a character of Unicode's XID_Start (or ``_``) and then characters of
+    XID_Continue: exactly what ``str.isidentifier`` accepts.
+    """
+    if not text[pos].isidentifier():
+        return pos
+    end, size = pos + 1, len(text)
+    while end < size:
+        char = text[end]
+        if char.isascii():
+            if not (char.isalnum() or char == "_"):
+                break
+        elif not ("a" + char).isidentifier():
+            break
+        end += 1
+    return end
+
+
+def _name(raw: str, line: int, col: int, file: str) -> Token:
+    """A name token; a name beyond ASCII is normalised to NFKC, as Python does (PEP 3131)."""
+    word = unicodedata.normalize("NFKC", raw)
+    if word in KEYWORDS:
+        raise error(
+            Span(file, line, col, line, col + len(raw)),
+            f"`{raw}` is the keyword `{word}` once normalised (NFKC), so it cannot name a value",
+            help=f"write `{word}` for the keyword, or choose another name",
+        )
+    return Token("name", word, line, col, width=len(raw) if word != raw else None)
 
 
 def _number(m: re.Match[str], line: int, col: int, file: str) -> Token:
@@ -206,10 +247,12 @@ def _unexpected_character(text: str, pos: int, line: int, col: int, file: str) -
         return error(span, "Phobos strings are written in double quotes", help='write "text"')
     if char == "#":
         return error(span, "unexpected `#`", help="a comment starts with `//`")
+    shown = repr(char) if char.isascii() else f"{char!r} (U+{ord(char):04X})"
     return error(
         span,
-        f"unexpected character {char!r}",
-        help="Phobos text is ASCII names, numbers and operators, with `//` comments",
+        f"unexpected character {shown}",
+        help="Phobos text is names (Python's identifiers), numbers and operators, "
+        "with `//` comments",
     )
 
 

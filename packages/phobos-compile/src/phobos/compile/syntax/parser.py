@@ -23,9 +23,11 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from phobos.compile.diagnostics import PhobosError, error, register_source
+from phobos.compile.limits import MAX_NESTING
 from phobos.compile.span import Span
 from phobos.compile.syntax import ast
 from phobos.compile.syntax.lexer import Comment, Token, tokenize
+from phobos.compile.syntax.nesting import check_nesting, nesting_error
 
 _Node = TypeVar("_Node")
 _ASSIGN_OPS = {
@@ -71,7 +73,9 @@ def parse(text: str, file: str = "<string>") -> ast.Module:
     """Parse a whole ``.ph`` program; a syntax error raises ``PhobosError`` at its line and column."""
     register_source(file, text)
     tokens, comments = tokenize(text, file)
-    return _Parser(tokens, comments, file).module()
+    module = _Parser(tokens, comments, file).module()
+    check_nesting(module)
+    return module
 
 
 class _Parser:
@@ -81,6 +85,9 @@ class _Parser:
         self.comments = comments
         self.next_comment = 0
         self.file = file
+        # Blocks, expressions and parentheses open here: the parser recurses once or a few
+        # times for each, so past MAX_NESTING it stops with an error, not a RecursionError.
+        self.level = 0
 
     # ------------------------------------------------------------------ tokens
 
@@ -124,6 +131,14 @@ class _Parser:
         """From ``first`` to the end of the last token consumed."""
         last = self.tokens[self.pos - 1]
         return Span(self.file, first.line, first.col, last.line, last.end_col)
+
+    def too_deep(self) -> PhobosError:
+        return nesting_error(
+            self.span_of(self.tok),
+            f"nested too deeply: more than {MAX_NESTING} levels of blocks, expressions and "
+            f"parentheses here; the limit is {MAX_NESTING}",
+            "bind inner parts to names first (`let x = ...`), and nest fewer blocks",
+        )
 
     def unexpected(self, expected: str, help: str | None = None) -> PhobosError:
         tok = self.tok
@@ -357,6 +372,9 @@ class _Parser:
 
     def block(self) -> ast.Block:
         open_tok = self.expect("{", help="a block is written in braces: `{ ... }`")
+        self.level += 1
+        if self.level > MAX_NESTING:
+            raise self.too_deep()
         body: list[ast.Stmt] = []
         self.skip_newlines()
         while not self.at("}"):
@@ -377,6 +395,7 @@ class _Parser:
             ):
                 end_comments += (comment.text,)
                 self.next_comment += 1
+        self.level -= 1
         return ast.Block(tuple(body), end_comments, self.span_from(open_tok))
 
     def statement(self) -> ast.Stmt:
@@ -484,6 +503,9 @@ class _Parser:
 
     def expr(self, min_prec: int = 1) -> ast.Expr:
         """Precedence climbing over ``ast.BINARY_PRECEDENCE`` (all left-associative)."""
+        self.level += 1
+        if self.level > MAX_NESTING:
+            raise self.too_deep()
         first = self.tok
         left = self.unary()
         precedence = ast.BINARY_PRECEDENCE
@@ -491,20 +513,23 @@ class _Parser:
             op = self.tok.kind
             prec = precedence.get(op)
             if prec is None or prec < min_prec:
+                self.level -= 1
                 return left
             self.advance()
             right = self.expr(prec + 1)
             left = ast.Binary(op, left, right, self.span_from(first))
 
     def unary(self) -> ast.Expr:
-        tok = self.tok
-        if tok.kind in _UNARY_OPS:
-            self.advance()
-            operand = self.unary()
-            return ast.Unary(tok.kind, operand, self.span_from(tok))
-        if tok.kind == "+":
-            raise error(self.span_of(tok), "there is no unary `+`", help="remove the `+`")
-        return self.postfix()
+        """Prefix operators, read in a loop (a long chain of them is no deeper for the parser)."""
+        ops: list[Token] = []
+        while self.tok.kind in _UNARY_OPS:
+            ops.append(self.advance())
+        if self.tok.kind == "+":
+            raise error(self.span_of(self.tok), "there is no unary `+`", help="remove the `+`")
+        node = self.postfix()
+        for tok in reversed(ops):
+            node = ast.Unary(tok.kind, node, self.span_from(tok))
+        return node
 
     def postfix(self) -> ast.Expr:
         first = self.tok

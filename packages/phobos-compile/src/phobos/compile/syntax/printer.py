@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 
 from phobos.compile.span import NO_SPAN, Span, SpanMap
 from phobos.compile.syntax import ast
+from phobos.compile.syntax.nesting import check_nesting
 
 _Node = TypeVar("_Node")
 _INDENT = "    "
@@ -33,7 +34,12 @@ def format_module(module: ast.Module) -> str:
 
 
 def format_with_span_map(module: ast.Module, file: str = "<phobos>") -> tuple[str, SpanMap]:
-    """The canonical text and a map from each printed node's extent (in ``file``) to its span."""
+    """The canonical text and a map from each printed node's extent (in ``file``) to its span.
+
+    A tree nested deeper than ``MAX_NESTING`` levels (one not made by the parser or the front
+    end, which refuse such programs) is a ``PhobosError`` at its construct.
+    """
+    check_nesting(module)
     printer = _Printer(file)
     printer.module(module)
     return printer.text(), SpanMap(tuple(printer.entries))

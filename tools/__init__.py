@@ -1,0 +1,1 @@
+"""Developer tools that live with the repository (``python -m tools.fuzz``)."""
