@@ -165,3 +165,28 @@ def test_the_verifier_refuses_a_product_read_without_its_wait():
     kernel.body.ops.remove(after)
     with pytest.raises(VerifyError, match="a product in flight, without a wait"):
         verify(kernel)
+
+
+def test_a_ring_with_no_room_behind_the_product_waits_in_each_iteration(tmp_path):
+    """128×256×128 steps are 96 KiB: three stages (two and the lag) do not fit in an SM's
+    228 KiB, two do, so the product is complete at the end of each iteration."""
+    text = (EXAMPLES / "matmul.ph").read_text(encoding="utf-8")
+    space = "BM in {128, 64}, BN in {128, 64}, BK in {64, 32}"
+    assert space in text
+    wide = tmp_path / "matmul.ph"
+    wide.write_text(text.replace(space, "BM in {128}, BN in {256}, BK in {128}"), encoding="utf-8")
+    module = parse_file(wide)
+    values = {"BM": 128, "BN": 256, "BK": 128, "NUM_THREADS": 256, "ACTIVATION": 0}
+    tile_ir = lower(module, "matmul", variant_values(module, ["matmul"], values)["matmul"])
+    names = [p.name for p in tile_ir.params]
+    kernel = build(
+        tile_ir,
+        arch="sm_90a",
+        unit_stride=dict.fromkeys(names, True),
+        align=dict.fromkeys(names, 16),
+    )
+    stages = {op.result.type.stages for op in kernel.walk() if isinstance(op, ir.SharedAlloc)}
+    assert stages == {2}
+    assert kernel.shared_bytes <= 228 * 1024 - 1024
+    (release,) = of(the_loop(kernel).body, ir.WgmmaWait)
+    assert release.pending == 0

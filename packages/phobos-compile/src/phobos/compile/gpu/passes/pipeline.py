@@ -25,7 +25,9 @@ flight across the iteration is in the next one (``L = 1``: refilled an iteration
 later).  So ``D`` iterations of copies are in flight behind each one's work, at the
 cost of one wait and one barrier an iteration.  ``S`` is the variant's
 ``NUM_STAGES`` when it has one, else as many as the shared-memory budget holds,
-``2 + L`` to ``MAX_STAGES``.  The ring's own accesses are ordered here; the barrier
+``2 + L`` to ``MAX_STAGES``.  Where the budget holds fewer than ``2 + L`` stages,
+the loop's waits complete every product within the iteration (``L = 0``); where it
+holds fewer than two, the loop is not pipelined.  The ring's own accesses are ordered here; the barrier
 pass leaves them alone inside the loop.
 """
 
@@ -123,10 +125,23 @@ class _Pipeliner:
         values = dict(self.kernel.values)
         if NUM_STAGES in values:
             return max(least, values[NUM_STAGES])
+        return max(least, min(MAX_STAGES, self.room(step_bytes)))
+
+    def room(self, step_bytes: int) -> int:
+        """How many stages of ``step_bytes`` the shared-memory budget holds."""
+        if NUM_STAGES in dict(self.kernel.values):
+            return MAX_STAGES
         digits = "".join(ch for ch in self.kernel.arch.removeprefix("sm_") if ch.isdigit())
         per_sm = _SHARED_KIB.get(int(digits) if digits else 0, _SHARED_KIB_UNKNOWN) * 1024
         budget = per_sm // self.kernel.min_ctas - _RESERVED - self.outside_bytes()
-        return max(least, min(MAX_STAGES, budget // max(step_bytes, 1)))
+        return budget // max(step_bytes, 1)
+
+    def wait_in_each_iteration(self) -> None:
+        """Each wait of the body completes every product (``pending=0``): nothing stays in
+        flight into the next iteration, so its stages are free at the next barrier."""
+        for op in self.body.ops:
+            if isinstance(op, ir.WgmmaWait) and not op.drained:
+                op.pending = 0
 
     def lag(self, rings: set[ir.Value], head: int) -> int:
         """``L``: how many iterations after its read a ring's stage is released.  A
@@ -182,7 +197,13 @@ class _Pipeliner:
             assert isinstance(t, ir.Shared)
             step_bytes += shared_bytes(t.layout)
         first = min(self.body.ops.index(copy) for _, copy, _ in found)
-        lag = self.lag({alloc.result for alloc, _, _ in found}, first)
+        rings_read = {alloc.result for alloc, _, _ in found}
+        lag = self.lag(rings_read, first)
+        if lag and self.room(step_bytes) < 2 + lag:  # no room for a ring behind the products
+            self.wait_in_each_iteration()
+            lag = self.lag(rings_read, first)
+        if self.room(step_bytes) < 2 + lag:
+            return  # not even two stages: the copies stay where they are
         stages = self.stages(step_bytes, lag)
         ahead_by = stages - 1 - lag  # D: the iterations whose copies are in flight
         fence = any(isinstance(o, ir.FenceAsync) for _, _, tail in found for o in tail)
