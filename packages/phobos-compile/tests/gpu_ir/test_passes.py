@@ -491,7 +491,8 @@ def test_the_online_softmax_loop_needs_one_barrier_per_reduction_and_none_to_go_
 def test_a_loop_that_rewrites_a_buffer_it_read_gets_a_barrier_before_the_rewrite():
     """The matmul k-loop stages a and b in rings (``passes/pipeline.py``): each iteration
     refills the stage the last one's product read, so the copies come after the one
-    barrier of the iteration, which every warp passes only once its product read it."""
+    barrier of the iteration, which every warp passes only once its product read it.
+    Each copy is two (``passes/interior.py``): untested inside the tensor, tested at an edge."""
     gpu = build_text(MATMUL, "matmul", arch="sm_80", **MATMUL_TILE)
     body = loop(gpu).body
     kinds = ("async_wait", "barrier", "copy_async", "async_commit", "smem_load", "mma_sync")
@@ -499,6 +500,8 @@ def test_a_loop_that_rewrites_a_buffer_it_read_gets_a_barrier_before_the_rewrite
     assert sequence == [
         "async_wait",
         "barrier",
+        "copy_async",
+        "copy_async",
         "copy_async",
         "copy_async",
         "async_commit",
@@ -730,10 +733,11 @@ def test_spellings_of_the_k_loop_give_the_same_ops(spelling, arch):
 @pytest.mark.parametrize("arch", ["sm_90a", "sm_80"])
 def test_the_k_loop_is_staging_barriers_and_the_product(arch):
     """The copies are pipelined (``passes/pipeline.py``): one wait and one barrier an
-    iteration, then the copies of a later iteration into the stage that barrier freed."""
+    iteration, then the copies of a later iteration into the stage that barrier freed:
+    two windows, each copied untested inside the tensor or tested at an edge."""
     body = k_loop(SPELLINGS["dot"], arch)
     product = "wgmma" if arch == "sm_90a" else "mma_sync"
-    assert body.count(product) == 1 and body.count("copy_async") == 2
+    assert body.count(product) == 1 and body.count("copy_async") == 2 * 2
     assert body.count("barrier") == 1 and body.count("async_wait") == 1
     assert "convert" not in body and "permute" not in body and "smem_store" not in body
 
