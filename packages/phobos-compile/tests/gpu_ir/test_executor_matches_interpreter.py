@@ -231,20 +231,6 @@ GRIDS: dict[str, Callable[[dict[str, int], np.random.Generator], Case]] = {
 
 # ---------------------------------------------------------------------------- the variants
 
-# Variants the back end gets wrong today (strict: each fails until it is fixed, then the
-# mark must go).  test_passes.py::test_a_permute_only_where_the_renaming_is_the_same_in_every_thread
-# is the minimal reproduction.
-PERMUTE_BUG = (
-    "gpu back end: conversions.same_threads takes a Convert whose register renaming "
-    "differs between threads for a Permute (emit and executor rename by thread 0's map)"
-)
-
-
-def known_bug(kernel: str, values: dict[str, int], arch: str, specialised: bool) -> str | None:
-    if kernel == "softmax_online" and values["ROWS"] == 8 and values["BLOCK_N"] >= 1024:
-        return PERMUTE_BUG
-    return None
-
 
 def sample(count: int, combo: int) -> list[int]:
     """The variant indices combination ``combo`` (1..3) runs of a kernel's ``count``."""
@@ -262,9 +248,7 @@ def cases():
                 values = variants[i]
                 spec = "spec" if specialised else "plain"
                 ident = f"{kernel}[{','.join(f'{k}={v}' for k, v in values.items())}]-{arch}-{spec}"
-                reason = known_bug(kernel, values, arch, specialised)
-                marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
-                yield pytest.param(kernel, values, arch, specialised, id=ident, marks=marks)
+                yield pytest.param(kernel, values, arch, specialised, id=ident)
 
 
 def test_every_example_kernel_has_inputs():

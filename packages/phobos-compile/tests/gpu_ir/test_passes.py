@@ -575,14 +575,6 @@ def test_a_conversion_between_threads_goes_through_shared_memory():
     np.testing.assert_array_equal(out, np.arange(32))
 
 
-PERMUTE = (
-    "gpu back end: conversions.same_threads accepts a Convert whose register renaming "
-    "differs between threads (each thread holds what it needs, at another register in some "
-    "threads) as a Permute, which emit.py and the executor rename by thread 0's map"
-)
-
-
-@pytest.mark.xfail(strict=True, reason=PERMUTE)
 def test_a_permute_only_where_the_renaming_is_the_same_in_every_thread():
     """Every thread holds all 8 elements; the target gives lane-odd threads elements 4..7 in
     registers 0..3.  Thread 1's register 0 must become element 4, not element 0."""
@@ -590,11 +582,11 @@ def test_a_permute_only_where_the_renaming_is_the_same_in_every_thread():
     np.testing.assert_array_equal(out, np.arange(8))
 
 
-@pytest.mark.xfail(strict=True, reason=PERMUTE)
 def test_the_online_softmax_of_8_rows_converts_its_row_maximum_right():
     """softmax_online ROWS=8, BLOCK_N=1024: the reduced row maximum (every thread holds all 8
     rows) is converted to the carried rows' layout (4 rows a thread, lane bit 0 the other
-    4) by a Permute; today rows 4..7 then take rows 0..3's maximum."""
+    4); a Permute by thread 0's renaming gave rows 4..7 rows 0..3's maximum, so the
+    conversion goes through shared memory."""
     gpu = build_text(SOFTMAX, "softmax_online", ROWS=8, BLOCK_N=1024)
     x = np.random.default_rng(0).standard_normal((8, 1000)).astype(np.float32) * 3
     got = np.full_like(x, np.nan)

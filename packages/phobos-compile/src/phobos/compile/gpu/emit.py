@@ -17,7 +17,14 @@ from dataclasses import dataclass
 
 from phobos.compile.gpu import ir
 from phobos.compile.gpu.cdtypes import ctype, highest, literal, lowest
-from phobos.compile.gpu.layouts import WARP, Layout, SharedLayout, _axis_of, shared_bytes
+from phobos.compile.gpu.layouts import (
+    WARP,
+    Layout,
+    SharedLayout,
+    _axis_of,
+    register_permutation,
+    shared_bytes,
+)
 from phobos.compile.gpu.passes.cta import element_bytes
 from phobos.compile.gpu.signature import Signature, build_signature
 from phobos.compile.span import Span
@@ -383,12 +390,11 @@ class _Printer:
     def _Permute(self, op: ir.Permute) -> None:
         source, target = op.operands[0].tile.layout, op.result.tile.layout
         assert source is not None and target is not None
-        held = {tuple(c): r for r, c in enumerate(source.coords()[0].tolist())}
+        renaming = register_permutation(source, target)
+        assert renaming is not None
         self.declare(op.result)
-        coords = target.coords()[0].tolist()
-        for r in range(target.num_registers):
-            source_register = str(held[tuple(coords[r])])
-            self.line(self.put(op.result, str(r), self.lane(op.operands[0], source_register)))
+        for r, source_register in enumerate(renaming.tolist()):
+            self.line(self.put(op.result, str(r), self.lane(op.operands[0], str(source_register))))
 
     # ------------------------------------------------------------------ reductions
 

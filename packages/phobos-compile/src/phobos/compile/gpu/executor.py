@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from phobos.compile.gpu import ir
-from phobos.compile.gpu.layouts import WARP, Layout
+from phobos.compile.gpu.layouts import WARP, Layout, register_permutation
 from phobos.compile.interp import elementwise
 from phobos.compile.interp.dtypes import (
     array_dtype,
@@ -1040,15 +1040,13 @@ def _collapse_register(layout: Layout, axes: list[int], r: int) -> int:
 
 def _permuted(values: np.ndarray, source: Layout, target: Layout) -> np.ndarray:
     """Registers of ``source`` renamed to ``target``'s (each thread holds the same elements)."""
-    src = {tuple(c): r for r, c in enumerate(source.coords()[0].tolist())}
-    out = np.zeros((values.shape[0], target.num_registers), values.dtype)
-    coords = target.coords()
-    for r in range(target.num_registers):
-        c = tuple(coords[0, r].tolist())
-        if c not in src:
-            raise ExecutionError("permute between layouts that hold different elements")
-        out[:, r] = values[:, src[c]]
-    return out
+    renaming = register_permutation(source, target)
+    if renaming is None:
+        raise ExecutionError("permute between layouts that hold different elements")
+    moved = source.coords()[:, renaming] == target.coords()
+    if not np.all(moved.all(axis=-1) | ~target.valid()):
+        raise ExecutionError("a permute whose register renaming differs between threads")
+    return values[:, renaming]
 
 
 _WIDER = {

@@ -654,3 +654,14 @@ def shared_bytes(layout: SharedLayout, stages: int = 1) -> int:
 def layout_bytes(layout: Layout, element_bytes: int) -> int:
     """Bytes of the tile's elements (not its padding) held once."""
     return math.prod(layout.shape) * element_bytes
+
+
+def register_permutation(source: Layout, target: Layout) -> np.ndarray | None:
+    """For each register of ``target``, the register of ``source`` that holds the same
+    element in thread 0 (the last one, where several do), or None if one is missing:
+    the renaming a ``Permute`` applies in every thread."""
+    held = {tuple(c): r for r, c in enumerate(source.coords()[0].tolist())}
+    wanted = target.coords()[0].tolist()
+    if any(tuple(c) not in held for c in wanted):
+        return None
+    return np.array([held[tuple(c)] for c in wanted], dtype=np.int64)

@@ -17,7 +17,7 @@ import math
 import numpy as np
 
 from phobos.compile.gpu import ir
-from phobos.compile.gpu.layouts import Layout, plain_rows
+from phobos.compile.gpu.layouts import Layout, plain_rows, register_permutation
 from phobos.compile.gpu.passes.cta import element_bytes
 
 
@@ -58,16 +58,14 @@ def _expand(kernel: ir.Kernel, block: ir.Block) -> None:
 
 
 def same_threads(source: Layout, target: Layout) -> bool:
-    """Every (thread, register) of ``target`` holds an element its thread holds in ``source``."""
+    """Every (thread, register) of ``target`` holds an element its thread holds in ``source``,
+    at the same source register in every thread: a ``Permute`` renames registers by one map,
+    thread 0's (``layouts.register_permutation``), so a renaming that differs between threads goes through
+    shared memory instead."""
+    renaming = register_permutation(source, target)
+    if renaming is None:
+        return False
     src, dst = source.coords(), target.coords()
     valid = target.valid()
-    dims = np.array(source.shape)
-    src_keys = np.ravel_multi_index(np.moveaxis(np.minimum(src, dims - 1), -1, 0), source.shape)
-    src_keys = np.where(source.valid(), src_keys, -1)
-    dst_keys = np.ravel_multi_index(np.moveaxis(np.minimum(dst, dims - 1), -1, 0), target.shape)
-    for thread in range(target.threads):
-        held = set(src_keys[thread].tolist())
-        wanted = dst_keys[thread][valid[thread]]
-        if not all(int(k) in held for k in wanted):
-            return False
-    return True
+    moved = src[:, renaming]  # each thread's element at the register the map takes
+    return bool(np.all((moved == dst).all(axis=-1) | ~valid))
