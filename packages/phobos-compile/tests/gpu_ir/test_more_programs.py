@@ -260,20 +260,12 @@ kernel hist(x: tensor<f32>[N], total: tensor<f32>[T]) {
     ),
 }
 
-M_MAJOR_A = (
-    "gpu back end: executor._Wgmma takes an M-major A buffer's shape [K, M] for [M, K] "
-    "(emit._Wgmma swaps them): it reads past the buffer or multiplies the wrong shapes"
-)
-KNOWN = {("transposed_a", "sm_90a"): M_MAJOR_A}
-
 
 def cases():
     for name in PROGRAMS:
         for arch, specialised in (("sm_90a", True), ("sm_80", False)):
-            reason = KNOWN.get((name, arch))
-            marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
             ident = f"{name}-{arch}-{'spec' if specialised else 'plain'}"
-            yield pytest.param(name, arch, specialised, id=ident, marks=marks)
+            yield pytest.param(name, arch, specialised, id=ident)
 
 
 @pytest.mark.usefixtures("memoised_layouts")

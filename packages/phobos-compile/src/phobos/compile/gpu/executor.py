@@ -796,6 +796,8 @@ class Executor:
         a_stage = int(extra.pop(0)) if op.a_stage else 0
         b_stage = int(extra.pop(0)) if op.b_stage else 0
         (m, k), n = op.operands[0].type.shape, op.result.tile.shape[1]  # type: ignore[union-attr]
+        if isinstance(op.operands[0].type, ir.Shared) and op.a_major == "mn":
+            k, m = m, k  # an M-major buffer is stored [K, M]
         if isinstance(a_arg, _Buffer):
             a = self._read_operand(a_arg, (m, k), op.a_major == "mn", a_stage)
             a_bytes = self._operand_bytes(a_arg, (m, k), op.a_major == "mn", a_stage)
