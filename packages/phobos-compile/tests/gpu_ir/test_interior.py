@@ -8,13 +8,12 @@ an untested copy of a window that leaves the tensor.
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from phobos.compile.gpu import ir
 from phobos.compile.gpu.executor import ExecutionError, execute
 
-from .test_mma_waits import MATMUL, gpu_ir, matmul_args, matmul_reference
+from .test_mma_waits import MATMUL, assert_matmul_matches_the_interpreter, gpu_ir, matmul_args
 
 
 def copies(kernel: ir.Kernel) -> list[ir.CopyAsync]:
@@ -52,14 +51,7 @@ def test_a_tensor_not_known_on_16_bytes_keeps_only_tested_copies():
 
 @pytest.mark.parametrize("shape", [(256, 256, 512), (200, 136, 300), (128, 128, 100)])
 def test_both_paths_match_the_interpreter(shape):
-    m, n, k = shape
-    args = matmul_args(m, n, k)
-    blocks = ((m + 127) // 128) * ((n + 127) // 128)
-    expected = matmul_reference(args, blocks)
-    execute(gpu_ir("matmul.ph", "matmul", MATMUL), (blocks, 1, 1), args)
-    np.testing.assert_allclose(
-        args[2].astype(np.float32), expected.astype(np.float32), rtol=2e-3, atol=2e-3
-    )
+    assert_matmul_matches_the_interpreter(shape)
 
 
 def test_the_executor_fails_an_untested_copy_at_the_edge():
