@@ -173,7 +173,7 @@ kernel k(x: tensor<f32>[N], out: tensor<f32>[N]) {
 
 
 @pytest.mark.parametrize(
-    ("block_n", "threads", "min_ctas"), [(1024, 64, 1), (4096, 256, 2), (16384, 256, 2)]
+    ("block_n", "threads", "min_ctas"), [(1024, 64, None), (4096, 256, 2), (16384, 256, 2)]
 )
 def test_a_row_kernel_gets_16_lanes_a_thread_up_to_8_warps(block_n, threads, min_ctas):
     gpu = build_until(lower_text(SOFTMAX, "softmax", ROWS=1, BLOCK_N=block_n), "choose_cta")

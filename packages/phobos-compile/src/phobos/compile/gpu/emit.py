@@ -177,9 +177,7 @@ class _Printer:
         self.block(self.k.body)
         entry = entry_name(self.k.name)
         values = ", ".join(f"{n}={v}" for n, v in self.k.values) or "none"
-        bounds = (
-            f"{self.k.threads}, {self.k.min_ctas}" if self.k.min_ctas > 1 else f"{self.k.threads}"
-        )
+        bounds = f"{self.k.threads}" + (f", {self.k.min_ctas}" if self.k.min_ctas else "")
         smem = self.k.shared_bytes
         pinned = self.k.thread_values_pinned
         head = [

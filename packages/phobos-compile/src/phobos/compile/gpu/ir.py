@@ -683,7 +683,8 @@ class Kernel:
     unit_stride: dict[str, bool]
     align: dict[str, int]
     span: Span = NO_SPAN
-    min_ctas: int = 1  # CTAs an SM must hold: ``__launch_bounds__``' second number
+    # CTAs an SM must hold: ``__launch_bounds__``' second number; None leaves it to ptxas
+    min_ctas: int | None = None
     shared_bytes: int = 0  # the CTA's shared memory, set by allocation
     shared_align: int = 16  # what its base is aligned to at run time (passes/allocation.py)
     # The thread index and the layouts' coordinates of each thread are computed once, at

@@ -54,7 +54,7 @@ def format_kernel(kernel: ir.Kernel) -> str:
         f"gpu.kernel {kernel.name} [{values}] threads={kernel.threads} arch={kernel.arch} "
         f"index=i{kernel.index_width}"
     )
-    if kernel.min_ctas > 1:
+    if kernel.min_ctas is not None:
         head += f" min_ctas={kernel.min_ctas}"
     if kernel.thread_values_pinned:
         head += " thread_values_pinned"

@@ -15,6 +15,10 @@ Both are kernel-wide and come first: every layout is a map over ``threads``.
 * Two CTAs an SM are asked for (``__launch_bounds__(threads, 2)``, which caps a
   thread's registers at half the SM's share) where a memory-bound kernel's lanes
   fit in it, so one CTA loads while the other reduces and stores.
+* One CTA an SM is asked for where a memory-bound thread's lanes are more than two
+  CTAs would leave it registers for: left alone, ptxas plans a 1024-thread CTA for
+  two an SM (32 registers a thread) and spills the lanes; told one, it takes 64.
+  Otherwise the number is left to ptxas (``None``).
 """
 
 from __future__ import annotations
@@ -110,12 +114,16 @@ def _fragment_threads(groups: list[int]) -> int:
     return threads
 
 
-def _min_ctas(threads: int, has_dot: bool, lanes: int) -> int:
+def _min_ctas(threads: int, has_dot: bool, lanes: int) -> int | None:
     cap = REGISTERS_PER_SM // (PAIRED_CTAS * threads)
-    if has_dot or threads > MAX_PAIRED_THREADS or cap >= MAX_REGISTERS:
-        return 1
     words = -(-lanes // threads)
-    return PAIRED_CTAS if words <= MAX_PAIRED_WORDS else 1
+    if has_dot or cap >= MAX_REGISTERS:
+        return None
+    if words > cap:
+        return 1
+    if threads <= MAX_PAIRED_THREADS and words <= MAX_PAIRED_WORDS:
+        return PAIRED_CTAS
+    return None
 
 
 def loaded_together(block: ir.Block) -> int:

@@ -133,7 +133,7 @@ class _Pipeliner:
             return MAX_STAGES
         digits = "".join(ch for ch in self.kernel.arch.removeprefix("sm_") if ch.isdigit())
         per_sm = _SHARED_KIB.get(int(digits) if digits else 0, _SHARED_KIB_UNKNOWN) * 1024
-        budget = per_sm // self.kernel.min_ctas - _RESERVED - self.outside_bytes()
+        budget = per_sm // (self.kernel.min_ctas or 1) - _RESERVED - self.outside_bytes()
         return budget // max(step_bytes, 1)
 
     def wait_in_each_iteration(self) -> None:

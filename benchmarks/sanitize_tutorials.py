@@ -1,0 +1,227 @@
+"""Every tutorial kernel, every variant of its ``@autotune`` space, at sizes no tile divides.
+
+    bash benchmarks/sanitize_tutorials.sh                  # memcheck, racecheck, synccheck
+    compute-sanitizer --tool memcheck python3 benchmarks/sanitize_tutorials.py [FILTER]
+
+Each variant is launched with all its names fixed (no tuning) on torch arrays filled with NaN
+where the kernel writes, and its outputs are checked against the tutorial's float64
+reference: a launch the sanitizer lets through but that computes the wrong thing (or leaves
+elements unwritten) fails too.  ``FILTER`` keeps the cases whose name contains it.
+Exits 1 when any variant is wrong; the sanitizer's own summary says whether it found errors.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+TUTORIALS = ROOT / "docs" / "tutorials"
+# The tutorials' own tolerances (tests/gpu/test_tutorials_gpu.py): fp32 kernels, and every
+# output of a kernel with fp16 inputs.
+FP32, FP16 = 1e-5, 1e-2
+
+
+def tutorial(stem: str):
+    spec = importlib.util.spec_from_file_location(f"tutorial_{stem}", TUTORIALS / f"{stem}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def variants(kernel, keep: Callable[[dict], bool] = lambda v: True, **fixed: int) -> list[dict]:
+    """The variants of ``kernel``'s space that agree with ``fixed`` and that ``keep`` keeps."""
+    chosen = []
+    for values in kernel.space.variants():
+        values = dict(values)
+        if all(values.get(k, v) == v for k, v in fixed.items()) and keep(values):
+            chosen.append(values)
+    return chosen
+
+
+class Checker:
+    """Runs the cases and counts the wrong outputs."""
+
+    def __init__(self, torch) -> None:
+        self.torch = torch
+        self.launches = 0
+        self.wrong: list[str] = []
+
+    def gpu(self, array: np.ndarray):
+        return self.torch.from_numpy(np.ascontiguousarray(array)).cuda()
+
+    def poisoned(self, shape, dtype):
+        return self.torch.full(shape, float("nan"), dtype=dtype, device="cuda")
+
+    def expect(self, case: str, values: dict, got, expected: np.ndarray, tolerance: float) -> None:
+        self.torch.cuda.synchronize()
+        self.launches += 1
+        result = got.double().cpu().numpy()
+        scale = max(float(np.abs(expected).max()), 1e-30)
+        error = float(np.abs(result - expected).max() / scale)
+        if not np.isfinite(result).all() or not error < tolerance:
+            self.wrong.append(
+                f"{case} {values}: relative error {error:.3g} (NaN left: {np.isnan(result).sum()})"
+            )
+
+
+def vector_add(c: Checker) -> Iterator[str]:
+    t = tutorial("01_vector_add")
+    rng = np.random.default_rng(1)
+    n = 100_003
+    x, y = (rng.standard_normal(n).astype(np.float32) for _ in range(2))
+    expected = x.astype(np.float64) + y
+    for values in variants(t.vector_add):
+        out = c.poisoned((n,), c.torch.float32)
+        t.vector_add[t.grid](c.gpu(x), c.gpu(y), out, **values)
+        c.expect("vector_add", values, out, expected, FP32)
+        yield f"vector_add {values}"
+
+
+def softmax(c: Checker) -> Iterator[str]:
+    t = tutorial("02_fused_softmax")
+    rng = np.random.default_rng(2)
+    for kernel, (m, n), keep in [
+        (t.softmax, (37, 1000), lambda v: v["BLOCK_N"] >= 1000),
+        (t.softmax_online, (37, 3000), lambda v: 64 <= v["BLOCK_N"] <= 4096),
+    ]:
+        x = (3 * rng.standard_normal((m, n))).astype(np.float32)
+        expected = t.reference(x)
+        for values in variants(kernel, keep):
+            out = c.poisoned((m, n), c.torch.float32)
+            kernel[t.grid](c.gpu(x), out, **values)
+            c.expect(kernel.name, values, out, expected, FP32)
+            yield f"{kernel.name} {values}"
+
+
+def layer_norm(c: Checker) -> Iterator[str]:
+    t = tutorial("05_layer_norm")
+    torch = c.torch
+    rng = np.random.default_rng(5)
+    m, n = 37, 1000
+    x = rng.standard_normal((m, n)).astype(np.float16)
+    w, b = (rng.standard_normal(n).astype(np.float16) for _ in range(2))
+    dy = rng.standard_normal((m, n)).astype(np.float16)
+    ref = t.reference(x, w, b, dy)
+    wide = lambda v: v["BLOCK_N"] >= n  # noqa: E731 - one tile holds the row
+    xs, ws, bs, dys = (c.gpu(a) for a in (x, w, b, dy))
+    for values in variants(t.layer_norm_forward, wide):
+        y = c.poisoned((m, n), torch.float16)
+        mean, rstd = (c.poisoned((m,), torch.float32) for _ in range(2))
+        t.layer_norm_forward[(m,)](xs, ws, bs, y, mean, rstd, 1e-5, **values)
+        c.expect("layer_norm_forward", values, y, ref["y"], FP16)
+        c.expect("layer_norm_forward mean", values, mean, ref["mean"], FP16)
+        c.expect("layer_norm_forward rstd", values, rstd, ref["rstd"], FP16)
+        yield f"layer_norm_forward {values}"
+    mean, rstd = (c.gpu(ref[k].astype(np.float32)) for k in ("mean", "rstd"))
+    for values in variants(t.layer_norm_backward_dx, wide):
+        groups = t.groups(m, values["ROWS"])
+        dx = c.poisoned((m, n), torch.float16)
+        dw_partial, db_partial = (c.poisoned((groups, n), torch.float32) for _ in range(2))
+        t.layer_norm_backward_dx[(groups,)](
+            dys, xs, ws, mean, rstd, dx, dw_partial, db_partial, **values
+        )
+        c.expect("layer_norm_backward_dx", values, dx, ref["dx"], FP16)
+        yield f"layer_norm_backward_dx {values}"
+        if values["ROWS"] != 16:
+            continue
+        for tiles in variants(t.layer_norm_backward_dwdb):
+            dw, db = (c.poisoned((n,), torch.float16) for _ in range(2))
+            blocks = -(-n // tiles["BLOCK_N"])
+            t.layer_norm_backward_dwdb[(blocks,)](dw_partial, db_partial, dw, db, **tiles)
+            c.expect("layer_norm_backward_dwdb dw", tiles, dw, ref["dw"], FP16)
+            c.expect("layer_norm_backward_dwdb db", tiles, db, ref["db"], FP16)
+            yield f"layer_norm_backward_dwdb {tiles}"
+
+
+def matmul(c: Checker) -> Iterator[str]:
+    t = tutorial("03_matmul")
+    rng = np.random.default_rng(3)
+    m, n, k = 300, 200, 170
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = rng.standard_normal((k, n)).astype(np.float16)
+    expected = {act: t.reference(a, b, bool(act)) for act in (0, 1)}
+    for values in variants(t.matmul):
+        out = c.poisoned((m, n), c.torch.float16)
+        t.matmul[t.grid](c.gpu(a), c.gpu(b), out, **values)
+        c.expect("matmul", values, out, expected[values["ACTIVATION"]], FP16)
+        yield f"matmul {values}"
+
+
+def attention(c: Checker) -> Iterator[str]:
+    t = tutorial("06_fused_attention")
+    torch = c.torch
+    rng = np.random.default_rng(6)
+    bh, s = 3, 200
+    for d in (64, 128):
+        q, k, v, do = (rng.standard_normal((bh, s, d)).astype(np.float16) for _ in range(4))
+        qs, ks, vs, dos = (c.gpu(x) for x in (q, k, v, do))
+        scale = 1.0 / d**0.5
+        for causal in (0, 1):
+            ref = t.reference(q, k, v, do, scale, bool(causal))
+            fixed = {"D": d, "CAUSAL": causal}
+            for values in variants(t.attention_forward, **fixed):
+                o = c.poisoned((bh, s, d), torch.float16)
+                lse = c.poisoned((bh, s), torch.float32)
+                t.attention_forward[t.blocks_of("BLOCK_M")](qs, ks, vs, o, lse, scale, **values)
+                c.expect("attention_forward o", values, o, ref["o"], FP16)
+                c.expect("attention_forward lse", values, lse, ref["lse"], FP16)
+                yield f"attention_forward {values}"
+            o, lse = c.gpu(ref["o"].astype(np.float16)), c.gpu(ref["lse"].astype(np.float32))
+            delta_ref = (ref["o"] * do.astype(np.float64)).sum(axis=-1)
+            for values in variants(t.attention_backward_preprocess, D=d):
+                delta = c.poisoned((bh, s), torch.float32)
+                t.attention_backward_preprocess[t.blocks_of("BLOCK_M")](o, dos, delta, **values)
+                c.expect("attention_backward_preprocess", values, delta, delta_ref, FP16)
+                yield f"attention_backward_preprocess {values}"
+            for values in variants(t.attention_backward_dkdv, **fixed):
+                dk, dv = (c.poisoned((bh, s, d), torch.float16) for _ in range(2))
+                t.attention_backward_dkdv[t.blocks_of("BLOCK_N")](
+                    qs, ks, vs, dos, lse, delta, dk, dv, scale, **values
+                )
+                c.expect("attention_backward_dkdv dk", values, dk, ref["dk"], FP16)
+                c.expect("attention_backward_dkdv dv", values, dv, ref["dv"], FP16)
+                yield f"attention_backward_dkdv {values}"
+            for values in variants(t.attention_backward_dq, **fixed):
+                dq = c.poisoned((bh, s, d), torch.float16)
+                t.attention_backward_dq[t.blocks_of("BLOCK_M")](
+                    qs, ks, vs, dos, lse, delta, dq, scale, **values
+                )
+                c.expect("attention_backward_dq", values, dq, ref["dq"], FP16)
+                yield f"attention_backward_dq {values}"
+
+
+CASES = {
+    "vector_add": vector_add,
+    "softmax": softmax,
+    "layer_norm": layer_norm,
+    "matmul": matmul,
+    "attention": attention,
+}
+
+
+def main(argv: list[str]) -> int:
+    import torch
+
+    wanted = argv[0] if argv else ""
+    checker = Checker(torch)
+    start = time.time()
+    for name, case in CASES.items():
+        if wanted not in name:
+            continue
+        for step in case(checker):
+            print(f"sanitize: {step}", flush=True)
+    seconds = time.time() - start
+    print(f"sanitize: {checker.launches} outputs checked in {seconds:.0f} s")
+    for line in checker.wrong:
+        print(f"sanitize: WRONG {line}")
+    return 1 if checker.wrong else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

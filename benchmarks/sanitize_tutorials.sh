@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Every tutorial kernel, every variant, under compute-sanitizer's memcheck, racecheck and
+# synccheck (benchmarks/sanitize_tutorials.py says what runs).  Logs go to $OUT (or the current
+# folder); exits non-zero if a tool reports an error or a variant computes a wrong output.
+# Usage: bash benchmarks/sanitize_tutorials.sh [FILTER] [TOOL...]   (on the GPU machine)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+PYTHONPATH=".:src:$(ls -d packages/*/src | paste -sd:)${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONPATH PYTHONUNBUFFERED=1
+if [ -z "${PHOBOS_CACHE_DIR:-}" ]; then
+    PHOBOS_CACHE_DIR="$(mktemp -d "${TMPDIR:-/tmp}/phobos-cache.XXXXXXXX")" || exit 1
+    trap 'rm -rf "$PHOBOS_CACHE_DIR"' EXIT
+fi
+export PHOBOS_CACHE_DIR
+filter="${1:-}"
+shift || true
+tools=("$@")
+[ ${#tools[@]} -eq 0 ] && tools=(memcheck racecheck synccheck)
+logs="${OUT:-.}"
+failed=0
+for tool in "${tools[@]}"; do
+    log="$logs/sanitize_${tool}.log"
+    compute-sanitizer --tool "$tool" --error-exitcode 3 --print-limit 20 \
+        python3 benchmarks/sanitize_tutorials.py $filter >"$log" 2>&1
+    status=$?
+    echo "sanitize_tutorials: $tool exit $status; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|outputs checked' "$log" | tr '\n' ' ')"
+    [ "$status" -ne 0 ] && failed=1
+done
+exit "$failed"
