@@ -18,7 +18,7 @@ from phobos.compile.pipeline import compile_file
 from phobos.lang.dispatch import device_arch
 from phobos.launch import load_kernel
 
-SPACE = "BM in {128, 64}, BN in {128, 64}, BK in {64, 32}"
+SPACE = "BM in {128, 64}, BN in {128, 256, 64}, BK in {64, 32}"
 WIDE = "BM in {256, 128, 64}, BN in {256, 128, 64}, BK in {128, 64, 32}"
 TILES = [  # (BM, BN, BK, NUM_THREADS)
     (128, 128, 64, 256),

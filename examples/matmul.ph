@@ -9,7 +9,7 @@ fn leaky_relu(v: f32) -> f32 {
 // Tutorial 03: fp16 matmul with fp32 accumulation on the tensor cores; ACTIVATION 1 adds a
 // leaky ReLU before the fp16 store.  Blocks go in groups of GROUP_M block-rows, so that
 // blocks running together share tiles of a and b in L2.
-@autotune(BM in {128, 64}, BN in {128, 64}, BK in {64, 32}, GROUP_M in {8}, NUM_THREADS in {256, 128}, ACTIVATION in {0, 1})
+@autotune(BM in {128, 64}, BN in {128, 256, 64}, BK in {64, 32}, GROUP_M in {8}, NUM_THREADS in {256, 128}, ACTIVATION in {0, 1})
 kernel matmul(a: tensor<f16>[M, K], b: tensor<f16>[K, N], c: tensor<f16>[M, N]) {
     let blocks_m = (M + BM - 1) / BM
     let blocks_n = (N + BN - 1) / BN

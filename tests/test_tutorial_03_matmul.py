@@ -70,14 +70,18 @@ def test_the_tutorial_checks_itself_on_the_cpu():
 @pytest.mark.parametrize("arch", ["sm_90", "sm_90a"])  # mma.sync, and wgmma where tiles fit
 def test_every_variant_compiles(arch):
     variants = tutorial.matmul.space.variants()
-    assert len(variants) == 32
+    assert len(variants) == 48
 
     def compile_one(values):
+        # 128 x 256 on 128 threads: 256 accumulators a thread, refused as a limit (pruned)
+        unfit = values["BM"] * values["BN"] > 255 * values["NUM_THREADS"]
         try:
             tutorial.matmul.compile(arch=arch, **values)
         except Exception as exc:  # every failure is reported, not only the first
+            if unfit and getattr(exc, "only_limits", False):
+                return None
             return f"{values}: {str(exc).splitlines()[0]}"
-        return None
+        return f"{values}: compiled, though a thread cannot hold its result" if unfit else None
 
     with ThreadPoolExecutor(4) as pool:
         failures = [f for f in pool.map(compile_one, variants) if f]

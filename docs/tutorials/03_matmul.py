@@ -60,7 +60,7 @@ def leaky_relu(v: ph.f32) -> ph.f32:
 @ph.kernel
 @ph.autotune(
     BM={128, 64},
-    BN={128, 64},
+    BN={128, 256, 64},
     BK={64, 32},
     GROUP_M={8},
     NUM_THREADS={256, 128},

@@ -176,7 +176,7 @@ def test_a_ring_with_no_room_behind_the_product_waits_in_each_iteration(tmp_path
     """128×256×128 steps are 96 KiB: three stages (two and the lag) do not fit in an SM's
     228 KiB, two do, so the product is complete at the end of each iteration."""
     text = (EXAMPLES / "matmul.ph").read_text(encoding="utf-8")
-    space = "BM in {128, 64}, BN in {128, 64}, BK in {64, 32}"
+    space = "BM in {128, 64}, BN in {128, 256, 64}, BK in {64, 32}"
     assert space in text
     wide = tmp_path / "matmul.ph"
     wide.write_text(text.replace(space, "BM in {128}, BN in {256}, BK in {128}"), encoding="utf-8")

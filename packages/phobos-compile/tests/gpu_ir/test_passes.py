@@ -13,6 +13,7 @@ import copy
 import numpy as np
 import pytest
 
+from phobos.compile.diagnostics import PhobosError
 from phobos.compile.gpu import executor as gpu_executor
 from phobos.compile.gpu import ir, layouts
 from phobos.compile.gpu.printer import format_kernel, format_op
@@ -184,6 +185,18 @@ def test_num_threads_fixes_the_cta():
     for threads in (128, 256):
         values = {**MATMUL_TILE, "NUM_THREADS": threads}
         assert build_until(lower_text(MATMUL, "matmul", **values), "choose_cta").threads == threads
+
+
+def test_a_dot_result_a_thread_cannot_hold_is_refused_as_a_limit():
+    """128 x 256 f32 on 128 threads is 256 registers a thread: pruned, never compiled."""
+    values = {**MATMUL_TILE, "BM": 128, "BN": 256, "NUM_THREADS": 128}
+    with pytest.raises(PhobosError) as caught:
+        build_until(lower_text(MATMUL, "matmul", **values), "choose_cta")
+    assert caught.value.only_limits
+    assert "needs 256 registers a thread on 128 threads" in caught.value.message
+    assert caught.value.span.line > 0  # at the dot
+    values["NUM_THREADS"] = 256
+    assert build_until(lower_text(MATMUL, "matmul", **values), "choose_cta").threads == 256
 
 
 # ---------------------------------------------------------------------------- select_mma

@@ -12,6 +12,8 @@ at the user's line that names the limit.
   over a program (parser, front end, checker, interpreter, printers, code generator)
   recurses once or a few times per level, so the limit keeps them all well inside
   Python's default recursion limit of 1000 frames.
+* ``MAX_THREAD_REGISTERS``: the registers of one thread.  A ``dot`` result whose lanes,
+  spread over the CTA's threads, pass it cannot be held at all (``passes/cta.py``).
 * ``MAX_TENSOR_EXTENT``: a tensor extent fixed at compile time (it must be an ``i64``).
 * ``MAX_VARIANTS``: the variants of one ``@autotune`` space (the tuner lists them all).
 """
@@ -22,6 +24,7 @@ MAX_TILE_ELEMENTS = 1 << 17
 MAX_VARIANT_TILE_ELEMENTS = 1 << 22
 MAX_NESTING = 100
 MAX_TENSOR_EXTENT = (1 << 63) - 1
+MAX_THREAD_REGISTERS = 255
 MAX_VARIANTS = 1 << 16
 
 # ``Diagnostic.limit`` names the limit an error is about: the tuner prunes a variant that
@@ -29,3 +32,4 @@ MAX_VARIANTS = 1 << 16
 TILE_ELEMENTS = "tile elements"
 VARIANT_TILE_ELEMENTS = "variant tile elements"
 NESTING = "nesting"
+REGISTERS = "registers"

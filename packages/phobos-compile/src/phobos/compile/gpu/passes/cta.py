@@ -19,6 +19,10 @@ Both are kernel-wide and come first: every layout is a map over ``threads``.
   CTAs would leave it registers for: left alone, ptxas plans a 1024-thread CTA for
   two an SM (32 registers a thread) and spills the lanes; told one, it takes 64.
   Otherwise the number is left to ptxas (``None``).
+
+A ``dot`` result is held in registers for as long as it accumulates: a variant whose
+result gives a thread more lanes than it has registers (128 x 256 f32 on 128 threads:
+256) is refused here, at the ``dot``, as a limit, so the tuner prunes it uncompiled.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import math
 
 from phobos.compile.diagnostics import error
 from phobos.compile.gpu import ir
+from phobos.compile.limits import MAX_THREAD_REGISTERS, REGISTERS
 
 WARP = 32
 MAX_THREADS = 1024
@@ -40,7 +45,7 @@ REGISTERS_PER_SM = 65536
 PAIRED_CTAS = 2
 MAX_PAIRED_THREADS = 256
 MAX_PAIRED_WORDS = 64
-MAX_REGISTERS = 255
+MAX_REGISTERS = MAX_THREAD_REGISTERS
 NUM_THREADS = "NUM_THREADS"
 
 _DTYPE_BYTES = {"bool": 1, "i8": 1, "u8": 1, "i16": 2, "u16": 2, "f16": 2, "bf16": 2}
@@ -92,8 +97,24 @@ def choose_cta(kernel: ir.Kernel) -> None:
         held = max(largest, loaded_together(kernel.body)) + carried_lanes(kernel.body)
         threads = _memory_threads(largest, held)
     kernel.threads = threads
+    for op in dots:
+        _check_result_fits(op, threads)
     held = largest + carried_lanes(kernel.body)
     kernel.min_ctas = _min_ctas(threads, (bool(dots) and tensor_cores) or bool(dots), held)
+
+
+def _check_result_fits(op: ir.Dot, threads: int) -> None:
+    shape = op.result.tile.shape
+    words = -(-math.prod(shape) * element_bytes(op.result.tile.dtype) // (4 * threads))
+    if words > MAX_THREAD_REGISTERS:
+        shown = " x ".join(map(str, shape))
+        raise error(
+            op.span,
+            f"this dot's {shown} result needs {words} registers a thread on {threads} threads; "
+            f"a thread has {MAX_THREAD_REGISTERS}",
+            help="use more threads (NUM_THREADS) or a smaller tile of the result",
+            limit=REGISTERS,
+        )
 
 
 def _memory_threads(largest: int, held: int) -> int:
