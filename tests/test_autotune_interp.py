@@ -179,6 +179,27 @@ def test_an_in_place_variant_that_skips_elements_disagrees_by_its_values():
     assert (x == np.arange(100)).all()
 
 
+def test_an_output_passed_as_its_own_input_is_restored_not_poisoned():
+    """``scale(x, x)``: ``out`` is ``x``'s memory, so it is restored like an in-place tensor;
+    poisoned, it would poison the input too, and every variant would compute from the poison
+    (here a NaN that keeps the poison's bits, read as "left 100 elements unwritten")."""
+    x = np.arange(100, dtype=np.float32)
+    fresh = ph.kernel(scale_bug32.__wrapped__)  # no reference function; BLOCK=32 adds 1
+    with pytest.raises(ph.PhobosError) as caught:
+        fresh.autotune(x, x, 2.0, grid=cdiv_grid, options=FAST)
+    assert str(caught.value).splitlines()[3:5] == [
+        "  group 1: BLOCK=128, BLOCK=16, BLOCK=64",
+        "  group 2: BLOCK=32",
+    ]
+    assert (x == np.arange(100)).all()
+    right = ph.kernel(scale.__wrapped__)
+    choice = right.autotune(x, x, 2.0, grid=cdiv_grid, options=FAST)
+    assert all(v.status == PASSED for v in right.tuning_report().variants)
+    assert (x == np.arange(100)).all()
+    right[cdiv_grid](x, x, 2.0, **choice)
+    assert (x == 2 * np.arange(100)).all()
+
+
 def softmax_reference(x):
     e = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
     return e / e.sum(axis=1, keepdims=True)

@@ -7,7 +7,8 @@ exact: after a run from poison 0, the elements still holding it are *suspects*; 
 run from poison 1 confirms them (an element that holds poison 1 then was never
 written, since a run writes the same value whatever the poison).  The second run
 happens only when a first finds suspects, so a variant that writes every element
-costs one run.  An in-place argument (read and written) is restored instead of
+costs one run.  An in-place argument (read and written, or written and sharing memory
+with an argument that is read: ``phobos.autotune.memory``) is restored instead of
 poisoned, and is checked by its values alone.
 """
 
@@ -17,6 +18,7 @@ from collections.abc import Collection, Sequence
 from typing import Any
 
 from phobos.autotune.arrays import ArrayOps, ops_for
+from phobos.autotune.memory import read_through_others
 
 Masks = dict[int, Any]  # argument position → a mask of elements (of the array's library)
 
@@ -36,6 +38,7 @@ class ArgumentState:
             ops = ops_for(args[position])
             if ops is not None:
                 self.ops[position] = ops
+        read = frozenset(read) | read_through_others(args, self.ops, read)
         self.outputs = [p for p in self.ops if p not in read]
         self.in_place = [p for p in self.ops if p in read]
         self._saved = {p: ops.snapshot(args[p]) for p, ops in self.ops.items()}

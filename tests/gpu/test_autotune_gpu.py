@@ -1,7 +1,7 @@
 """Autotuning on a GPU (torch arrays): tuning on first use, the reference, in place, the cache,
-unwritten elements and disagreeing variants without a reference function.
+unwritten elements and disagreeing variants without a reference function (issue 21).
 
-Skipped without an NVIDIA GPU and torch; run with ``pytest -m gpu tests/test_autotune_gpu.py``.
+Skipped without an NVIDIA GPU and torch; run with ``pytest -m gpu tests/gpu/test_autotune_gpu.py``.
 """
 
 from __future__ import annotations
@@ -37,6 +37,16 @@ def saxpy_bug256(
         out[base:+BLOCK] = alpha * x[base:+BLOCK]  # wrong on purpose: drops y
     else:
         out[base:+BLOCK] = alpha * x[base:+BLOCK] + y[base:+BLOCK]
+
+
+@ph.kernel
+@ph.autotune(BLOCK=[64, 4096])
+def scale_bug256(x: ph.tensor[ph.f32][N], out: ph.tensor[ph.f32][N], alpha: ph.f32):
+    base: ph.let = ph.ctx.block.x * BLOCK
+    if BLOCK == 256:
+        out[base:+BLOCK] = alpha * x[base:+BLOCK] + 1.0  # wrong on purpose
+    else:
+        out[base:+BLOCK] = alpha * x[base:+BLOCK]
 
 
 @ph.kernel
@@ -101,6 +111,17 @@ def test_in_place_on_the_gpu():
     assert all(v.status == PASSED for v in double_in_place.tuning_report().variants)
     double_in_place[grid](x, BLOCK=choice["BLOCK"])
     torch.testing.assert_close(x, 2 * before)
+
+
+def test_an_output_passed_as_its_own_input_is_restored_not_poisoned():
+    """``scale(x, x)``: poisoning ``out`` would poison ``x``, every variant would compute the
+    canonical NaN from it, and the wrong BLOCK=256 would agree with the rest."""
+    x = torch.randn(1 << 16, device="cuda")
+    before = x.clone()
+    with pytest.raises(ph.PhobosError) as caught:
+        scale_bug256[grid](x, x, 2.0)
+    assert "\n  group 2: BLOCK=256\n" in str(caught.value)
+    assert torch.equal(x, before)
 
 
 def test_a_second_process_reads_the_choice(tmp_path):
