@@ -53,7 +53,8 @@ def test_a_first_launch_reads_each_array_once_then_the_steady_state_takes_the_fa
     arrays = [CountingArray(1000, BASE + i * 0x10000) for i in range(3)]
     kernel[(8,)](*arrays, 2.0, BLOCK=128)
     assert [a.reads for a in arrays] == [1, 1, 1]
-    ((variant, spec),) = kernel.dispatcher.loaded
+    ((variant, spec, device),) = kernel.dispatcher.loaded
+    assert device == 0
     assert variant == {"BLOCK": 128} and spec.index_width == 32
     assert spec.tensor("x").align == 16 and spec.tensor("out").unit_stride
     kernel[(8,)](*arrays, 3.0, BLOCK=128)
@@ -64,6 +65,27 @@ def test_a_first_launch_reads_each_array_once_then_the_steady_state_takes_the_fa
     assert callers == ["python", *(["native"] if native else ["python"]) * 2]
     assert kernel.dispatcher.steady.last_launch[0] == {"BLOCK": 128}
     assert type(kernel[(8,)]).__name__ == ("SteadyCall" if native else "function")
+
+
+def test_each_gpu_gets_the_variant_compiled_for_its_architecture(driver):
+    """GPU 0 is an H200 (sm_90a), GPU 1 an sm_86: the same variant launched on GPU 1 after GPU 0
+    (the last launch's reference path tried first) runs a cubin built for sm_86, loaded there."""
+    driver.compute_capability = lambda device: [(9, 0), (8, 6)][device]
+    kernel = ph.kernel(saxpy.__wrapped__)
+    on_0 = [CountingArray(1000, BASE + i * 0x10000) for i in range(3)]
+    on_1 = [CountingArray(1000, BASE + (i + 4) * 0x10000) for i in range(3)]
+    driver.pointer_devices.update({BASE + (i + 4) * 0x10000: 1 for i in range(3)})
+    kernel[(8,)](*on_0, 2.0, BLOCK=128)
+    kernel[(8,)](*on_1, 2.0, BLOCK=128)
+    kernel[(8,)](*on_0, 3.0, BLOCK=128)
+    loaded = kernel.dispatcher.loaded
+    assert {device: k.contract.arch for (_, _, device), k in loaded.items()} == {
+        0: "sm_90a",
+        1: "sm_86",
+    }
+    assert [launch["context"] for launch in driver.launches] == [0xC0, 0xC1, 0xC0]
+    functions = {device: driver.launches[device]["function"] for device in (0, 1)}
+    assert functions[0] != functions[1] and driver.launches[2]["function"] == functions[0]
 
 
 def test_a_numpy_scalar_is_a_scalar_not_a_host_array(driver):
@@ -77,7 +99,7 @@ def test_arguments_that_allow_less_get_a_less_specialised_variant(driver):
     kernel = ph.kernel(saxpy.__wrapped__)
     arrays = [CountingArray(1000, BASE + i * 0x10000 + 4) for i in range(3)]  # 4-byte aligned
     kernel[(8,)](*arrays, 2.0, BLOCK=128)
-    ((_, spec),) = kernel.dispatcher.loaded
+    ((_, spec, _),) = kernel.dispatcher.loaded
     assert spec.tensor("x").align == 4
     assert len(driver.launches) == 1
 

@@ -100,7 +100,7 @@ def test_a_launch_tunes_on_first_use_and_never_picks_the_wrong_variant():
     assert report.choice["BLOCK"] != 256
     assert report.timing.startswith("GPU")
     assert all(v.time_ms > 0 for v in report.variants if v.status == PASSED)
-    assert any(variant == report.choice for variant, _ in kernel.dispatcher.loaded)
+    assert any(variant == report.choice for variant, _, _ in kernel.dispatcher.loaded)
 
 
 def test_in_place_on_the_gpu():

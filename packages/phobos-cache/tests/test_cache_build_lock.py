@@ -8,6 +8,8 @@ import fcntl
 import multiprocessing
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 import warnings
@@ -196,10 +198,10 @@ def test_a_waiter_that_times_out_builds_with_a_warning(root: Path, tmp_path: Pat
 def test_a_filesystem_without_locks_just_builds(
     root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def no_locks(*_args: object) -> None:
+    def no_locks(*_args: object, **_options: object) -> bool:
         raise OSError(errno.ENOLCK, "No locks available")
 
-    monkeypatch.setattr(lock_module.fcntl, "flock", no_locks)
+    monkeypatch.setattr(lock_module, "lock_descriptor", no_locks)
     log = tmp_path / "builds.log"
     key, record = cache_key(_record()), _record()
     cache = Cache(root)
@@ -208,6 +210,27 @@ def test_a_filesystem_without_locks_just_builds(
         _, built = cache.get_or_build(key, record, _counting_build(log))
         _, built_again = cache.get_or_build(key, record, _counting_build(log))
     assert (built, built_again) == (True, False) and _builds(log) == 1
+
+
+def test_without_filelock_a_process_builds_without_a_lock(root: Path, tmp_path: Path) -> None:
+    """The sources on PYTHONPATH, filelock not installed: the cache works, it only cannot lock."""
+    script = (
+        "import sys, warnings\n"
+        "sys.modules['filelock'] = None\n"
+        "from phobos.cache import Cache, CacheWarning, cache_key, lock\n"
+        "warnings.simplefilter('error', CacheWarning)\n"
+        "record = {'kernel': 'shared', 'arch': 'sm_90', 'program': 'kernel shared() {}'}\n"
+        f"cache = Cache({str(root)!r})\n"
+        "with lock.build_lock(cache.root / 'v1' / 'locks' / 'x.lock', wait=0) as held:\n"
+        "    print(held.name)\n"
+        "build = lambda: {'kernel.cubin': b'cubin'}\n"
+        "print([cache.get_or_build(cache_key(record), record, build)[1] for _ in range(2)])\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.split() == ["UNAVAILABLE", "[True,", "False]"]
+    assert os.listdir(root / "v1" / "locks") == []
 
 
 def test_a_memory_only_cache_builds_without_a_lock(tmp_path: Path) -> None:

@@ -675,9 +675,8 @@ def test_return_inside_a_loop_ends_the_block():
     assert result[0] == 4
 
 
-def test_saxpy_with_a_million_elements_is_quick():
-    import time
-
+def test_saxpy_with_a_million_elements():
+    """Its speed is measured by benchmarks/bench_compile_time.py, not here."""
     n, size = 1_000_000, 1024
     x, y, out = (tensor(name, "f32", "N") for name in ("x", "y", "out"))
     alpha = ir.ScalarParam("alpha", "f32")
@@ -691,9 +690,7 @@ def test_saxpy_with_a_million_elements_is_quick():
     rng = np.random.default_rng(2)
     xs, ys = rng.random(n, np.float32), rng.random(n, np.float32)
     result = np.full(n, np.nan, np.float32)
-    start = time.perf_counter()
     run(saxpy, (-(-n // size),), [xs, ys, result, 2.0])
-    assert time.perf_counter() - start < 0.5
     assert np.array_equal(result, np.float32(2.0) * xs + ys)
 
 

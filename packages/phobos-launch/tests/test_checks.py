@@ -8,6 +8,7 @@ import re
 import pytest
 
 from phobos.launch import HOST, DriverNotFound, LaunchError, load_kernel, read_arguments
+from phobos.launch import kernel as kernel_module
 
 from .conftest import SAXPY, FakeDriver, fast_launch
 
@@ -312,6 +313,34 @@ def test_checks_that_need_no_driver_come_before_pointer_queries(saxpy, driver, f
     args = saxpy_args(fakes)
     args[2] = fakes.cuda_array((999,), ptr=BASE + 0x20000)
     refused(saxpy, driver, args, "extent N disagrees", by_binder=False)
+
+
+@pytest.mark.parametrize(
+    ("index", "shape", "fields", "pattern"),
+    [
+        (2, (1000,), {"typestr": "<f2"}, "out: expected a f32 tensor, got f16"),
+        (0, (10, 100), {}, "x: expected a 1-D tensor"),
+        (1, (999,), {}, "extent N disagrees"),
+        (1, (1000,), {"strides": (8,)}, "y: non-contiguous last axis"),
+    ],
+)
+def test_bind_without_a_driver_reports_the_argument_problem(
+    contract, fakes, monkeypatch, index, shape, fields, pattern
+):
+    """No libcuda at all (the kernel's driver is the shared one, which cannot load): ``bind``
+    still names what is wrong with an argument, and needs the driver only for good ones."""
+
+    def no_driver():
+        raise DriverNotFound("libcuda.so.1: cannot open shared object file")
+
+    monkeypatch.setattr(kernel_module, "shared_driver", no_driver)
+    kernel = load_kernel(contract, cubin=b"CUBIN")
+    args = saxpy_args(fakes)
+    args[index] = fakes.cuda_array(shape, ptr=BASE + 0x10000 * index, **fields)
+    with pytest.raises(LaunchError, match=pattern):
+        kernel.bind(args)
+    with pytest.raises(DriverNotFound):
+        kernel.bind(saxpy_args(fakes))  # good arguments: now a pointer must be asked about
 
 
 @pytest.mark.parametrize("native", [False, True])

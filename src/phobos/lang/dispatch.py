@@ -8,7 +8,7 @@ GPU arrays get the checks every variant makes (no driver needed: a wrong dtype i
 reported as one anywhere), then their GPU, the variant (fixed by keyword, else tuned),
 what they allow it to assume (alignment, unit last stride, index width: arguments that
 allow less get a less specialised variant, never wrong results), compiled through the
-kernel cache and loaded once per process, and the launch.
+kernel cache for the GPU's architecture and loaded once per process and GPU, and the launch.
 """
 
 from __future__ import annotations
@@ -78,7 +78,9 @@ class Dispatcher:
     def __init__(self, definition: Definition) -> None:
         self.definition = definition
         self.lowered: dict[Variant, Lowered] = {}
-        self.loaded: dict[tuple[Variant, Specialization], LoadedKernel] = {}
+        # By GPU: each is compiled for its GPU's architecture and pinned to that GPU, so that
+        # no launch (the reference path of the last one included) runs it on another chip.
+        self.loaded: dict[tuple[Variant, Specialization, int], LoadedKernel] = {}
         # The keywords and LoadedKernel of the last GPU launch that fixed every compile-time
         # name (``steady.last_launch``): read on every steady-state launch, in C.
         self.steady = SteadyState()
@@ -272,13 +274,16 @@ class Dispatcher:
         device: int,
         compiled: CachedKernel | None = None,
     ) -> LoadedKernel:
-        """The variant compiled for ``device`` (unless given) and loaded, once per process."""
-        loaded = self.loaded.get((variant, spec))
+        """The variant compiled for ``device``'s architecture (unless given) and loaded there,
+        once per process and GPU (a second GPU of the same architecture reads the kernel
+        cache, not the compiler)."""
+        key = (variant, spec, device)
+        loaded = self.loaded.get(key)
         if loaded is None:
             compiled = compiled or self.compile(variant, device_arch(device), spec)
             contract = compiled.contract.to_json()
-            loaded = load_kernel(contract, cubin=compiled.cubin, ptx=compiled.ptx)
-            self.loaded[(variant, spec)] = loaded
+            loaded = load_kernel(contract, cubin=compiled.cubin, ptx=compiled.ptx, device=device)
+            self.loaded[key] = loaded
         return loaded
 
     def specialization(self, arrays: Arrays) -> Specialization:

@@ -1,12 +1,15 @@
 """The build lock: one process builds a missing entry while the others wait and then read it.
 
-A build lock is ``flock(LOCK_EX)`` on ``<root>/v1/locks/<key>.lock``.  The OS releases it when
-its holder exits, however it exits, so a killed builder never blocks a waiter for long.  The
-holder deletes the file before it lets go; so whoever gets the lock checks that the file it
-locked is still the one at that path, and starts over if not.  Then a file left behind by a
-killed process blocks no one, and housekeeping may delete it the same way.  Where files cannot
-be locked (no ``fcntl``, a folder that cannot be written, a filesystem without locks) the
-caller builds without a lock.  The protocol is specified in docs/cache.md, section 7.
+A build lock is an exclusive lock on ``<root>/v1/locks/<key>.lock``, taken with filelock's
+``lock_descriptor`` (``flock`` on POSIX, ``LockFileEx`` on byte 0 on Windows) on a descriptor this
+module opens and checks itself: filelock's ``FileLock`` checks less of a lock file than rule 3 of
+docs/cache.md asks and keeps its file in place (docs/cache.md, section 7, says more).  The OS
+releases the lock when its holder exits, however it exits, so a killed builder never blocks a
+waiter for long.  The holder deletes the file before it lets go; so whoever gets the lock checks
+that the file it locked is still the one at that path, and starts over if not.  Then a file left
+behind by a killed process blocks no one, and housekeeping may delete it the same way.  Where files
+cannot be locked (filelock not installed, a folder that cannot be written, a filesystem without
+locks) the caller builds without a lock.  The protocol is specified in docs/cache.md, section 7.
 """
 
 from __future__ import annotations
@@ -22,11 +25,13 @@ from pathlib import Path
 from phobos.cache.trust import Untrusted, default_owners, status_problem
 
 try:
-    import fcntl
-except ImportError:  # Windows: no flock, so every process builds for itself
-    fcntl = None  # type: ignore[assignment]
+    from filelock import lock_descriptor
+except ImportError:  # sources on PYTHONPATH without filelock: every process builds for itself
+    lock_descriptor = None  # type: ignore[assignment]
 
-_OPEN = os.O_RDWR | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+# Flags Windows lacks are left out (its descriptors are not inherited anyway, PEP 446).
+_OPEN = os.O_RDWR | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+_OPEN |= getattr(os, "O_NONBLOCK", 0)
 
 BUILD_WAIT_SECONDS = 120.0
 LOCK_SUFFIX = ".lock"
@@ -57,7 +62,7 @@ def build_lock(path: Path, wait: float) -> Iterator[Lock]:
 
 def discard_if_free(path: Path) -> bool:
     """Delete the lock file at ``path`` if no one holds it (a killed builder's); True if deleted."""
-    if fcntl is None:
+    if lock_descriptor is None:
         return False
     try:
         descriptor = _open(path, create=False)
@@ -76,7 +81,7 @@ def discard_if_free(path: Path) -> bool:
 
 def _acquire(path: Path, deadline: float) -> int | Lock:
     """The locked descriptor of the file now at ``path``, or why there is none."""
-    if fcntl is None:
+    if lock_descriptor is None:
         return Lock.UNAVAILABLE
     pause = _FIRST_PAUSE
     while True:
@@ -104,7 +109,7 @@ def _acquire(path: Path, deadline: float) -> int | Lock:
 
 
 def _release(path: Path, descriptor: int) -> None:
-    """Delete the lock file while still holding it, then let go (closing releases the flock)."""
+    """Delete the lock file while still holding it, then let go (closing releases the lock)."""
     try:
         if _is_current(descriptor, path):
             os.unlink(path)
@@ -129,11 +134,8 @@ def _open(path: Path, create: bool) -> int:
 
 
 def _try_lock(descriptor: int) -> bool:
-    try:
-        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return False
-    return True
+    """Lock without waiting: False if another holds it, an ``OSError`` if it cannot be locked."""
+    return lock_descriptor(descriptor, blocking=False)
 
 
 def _is_current(descriptor: int, path: Path) -> bool:

@@ -22,8 +22,8 @@ from phobos.compile.ir import nodes as ir
 from phobos.compile.syntax import ast
 
 if TYPE_CHECKING:
+    from phobos.compile.check.lowering import Statements
     from phobos.compile.check.scope import Scope
-    from phobos.compile.check.stmt import StmtLowerer
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,7 @@ def gives_value(name: str) -> bool:
 
 
 def lower_atomic(
-    lw: StmtLowerer, call: ast.Call, scope: Scope, result: ResultVariable | None
+    lw: Statements, call: ast.Call, scope: Scope, result: ResultVariable | None
 ) -> ir.Variable | None:
     """Emit the atomic ``call``; with ``result``, also define a variable holding the old value."""
     op = ATOMICS[call.func]

@@ -27,13 +27,13 @@ from phobos.compile.ir import nodes as ir
 from phobos.compile.syntax import ast
 
 if TYPE_CHECKING:
-    from phobos.compile.check.expr import ExprLowerer
+    from phobos.compile.check.lowering import Expressions
 
 FLOAT_MATH = ("exp", "exp2", "log", "log2", "sqrt", "rsqrt")
 REDUCTIONS = ("sum", "max", "min")
 DOT_DTYPES = ("f16", "bf16", "f32")
 
-Lowering = Callable[["ExprLowerer", ast.Call, Scope], Value]
+Lowering = Callable[["Expressions", ast.Call, Scope], Value]
 
 
 def _args(call: ast.Call, low: int, high: int, keywords: tuple[str, ...] = ()) -> None:
@@ -51,14 +51,14 @@ def _args(call: ast.Call, low: int, high: int, keywords: tuple[str, ...] = ()) -
             )
 
 
-def _tile(lw: ExprLowerer, expr: ast.Expr, scope: Scope, what: str) -> ir.Expr:
+def _tile(lw: Expressions, expr: ast.Expr, scope: Scope, what: str) -> ir.Expr:
     got = lw.value(expr, scope)
     if isinstance(got, Literal) or not isinstance(got.type, ir.TileT):
         raise error(expr.span, f"{what} needs a tile, got {type_name(got)}")
     return got
 
 
-def _math(lw: ExprLowerer, call: ast.Call, scope: Scope) -> Value:
+def _math(lw: Expressions, call: ast.Call, scope: Scope) -> Value:
     _args(call, 1, 1)
     sp = lw.ctx.spelling
     got = lw.value(call.args[0], scope)
@@ -78,7 +78,7 @@ def _math(lw: ExprLowerer, call: ast.Call, scope: Scope) -> Value:
 
 
 def _elementwise_binary(op: str) -> Lowering:
-    def lower(lw: ExprLowerer, call: ast.Call, scope: Scope) -> Value:
+    def lower(lw: Expressions, call: ast.Call, scope: Scope) -> Value:
         _args(call, 2, 2)
         values = [lw.value(a, scope) for a in call.args]
         a, b = lw.elementwise(list(call.args), values, call.span)
@@ -92,7 +92,7 @@ def _elementwise_binary(op: str) -> Lowering:
     return lower
 
 
-def _where(lw: ExprLowerer, call: ast.Call, scope: Scope) -> Value:
+def _where(lw: Expressions, call: ast.Call, scope: Scope) -> Value:
     _args(call, 3, 3)
     cond = lw.materialise(lw.value(call.args[0], scope))
     if cond.type.dtype != "bool":
@@ -112,7 +112,7 @@ def _where(lw: ExprLowerer, call: ast.Call, scope: Scope) -> Value:
     return ir.Select(cond, a, b, ir.TileT(a.type.dtype, shape, partial), call.span)
 
 
-def _reduction(lw: ExprLowerer, call: ast.Call, scope: Scope) -> Value:
+def _reduction(lw: Expressions, call: ast.Call, scope: Scope) -> Value:
     if len(call.args) == 2 and call.func in ("max", "min") and not call.keywords:
         elementwise = "maximum" if call.func == "max" else "minimum"
         raise error(
@@ -155,7 +155,7 @@ def _reduction(lw: ExprLowerer, call: ast.Call, scope: Scope) -> Value:
     return ir.Reduce(call.func, tile, axis, result, call.span)
 
 
-def _dot(lw: ExprLowerer, call: ast.Call, scope: Scope) -> Value:
+def _dot(lw: Expressions, call: ast.Call, scope: Scope) -> Value:
     _args(call, 2, 3)
     values = [lw.value(a, scope) for a in call.args]
     acc = values[2] if len(values) == 3 else None
@@ -163,7 +163,7 @@ def _dot(lw: ExprLowerer, call: ast.Call, scope: Scope) -> Value:
 
 
 def lower_dot(
-    lw: ExprLowerer,
+    lw: Expressions,
     node: ast.Call | ast.Binary,
     exprs: list[ast.Expr],
     operands: list[Value],
@@ -225,7 +225,7 @@ def lower_dot(
     return ir.Dot(a, b, acc_value, type, node.span)
 
 
-def _trans(lw: ExprLowerer, call: ast.Call, scope: Scope) -> Value:
+def _trans(lw: Expressions, call: ast.Call, scope: Scope) -> Value:
     _args(call, 1, 1)
     tile = _tile(lw, call.args[0], scope, "trans()")
     assert isinstance(tile.type, ir.TileT)
@@ -235,13 +235,13 @@ def _trans(lw: ExprLowerer, call: ast.Call, scope: Scope) -> Value:
     return ir.Transpose(tile, ir.TileT(tile.type.dtype, shape, tile.type.partial), call.span)
 
 
-def _arange(lw: ExprLowerer, call: ast.Call, scope: Scope) -> Value:
+def _arange(lw: Expressions, call: ast.Call, scope: Scope) -> Value:
     _args(call, 1, 1)
     n = lw.tile_extent(call.args[0], scope)
     return ir.Iota(ir.TileT("index", (n,)), call.span)
 
 
-def _fill(lw: ExprLowerer, call: ast.Call, scope: Scope) -> Value:
+def _fill(lw: Expressions, call: ast.Call, scope: Scope) -> Value:
     _args(call, 2, 2)
     tile = _tile(lw, call.args[0], scope, "fill()")
     assert isinstance(tile.type, ir.TileT)
@@ -262,7 +262,7 @@ def _fill(lw: ExprLowerer, call: ast.Call, scope: Scope) -> Value:
     return ir.Fill(tile, got, ir.TileT(dtype, tile.type.shape), call.span)
 
 
-def lower_cast(lw: ExprLowerer, call: ast.Call, scope: Scope) -> Value:
+def lower_cast(lw: Expressions, call: ast.Call, scope: Scope) -> Value:
     """``f16(x)``: a conversion to any scalar type, lane by lane for a tile."""
     _args(call, 1, 1)
     dtype = call.func

@@ -23,10 +23,10 @@ from phobos.compile.limits import MAX_NESTING
 from phobos.compile.syntax import ast
 
 if TYPE_CHECKING:
-    from phobos.compile.check.stmt import StmtLowerer
+    from phobos.compile.check.lowering import Statements
 
 
-def inline_fn(lw: StmtLowerer, fn: ast.Function, call: ast.Call, scope: Scope) -> Value | None:
+def inline_fn(lw: Statements, fn: ast.Function, call: ast.Call, scope: Scope) -> Value | None:
     ctx = lw.ctx
     if fn.name in ctx.fn_stack:
         raise error(
@@ -52,7 +52,7 @@ def inline_fn(lw: StmtLowerer, fn: ast.Function, call: ast.Call, scope: Scope) -
         ctx.errors[errors_before:] = _called_from(ctx.errors[errors_before:], fn, call)
 
 
-def lower_body(lw: StmtLowerer, fn: ast.Function, args: Sequence[ir.Expr]) -> Value | None:
+def lower_body(lw: Statements, fn: ast.Function, args: Sequence[ir.Expr]) -> Value | None:
     """Emit ``fn``'s body with its parameters bound to ``args``; the value it returns."""
     ctx = lw.ctx
     fn_scope = ctx.root.child()
@@ -91,7 +91,7 @@ def param_dtype(param: ast.Param, spelling: Spelling) -> str:
 
 
 def _argument(
-    lw: StmtLowerer, param: ast.Param, arg: ast.Expr, scope: Scope, fn: ast.Function
+    lw: Statements, param: ast.Param, arg: ast.Expr, scope: Scope, fn: ast.Function
 ) -> ir.Expr:
     dtype = param_dtype(param, lw.ctx.spelling)
     got = lw.value(arg, scope)
@@ -109,7 +109,7 @@ def _argument(
 
 
 def _result(
-    lw: StmtLowerer, fn: ast.Function, last: ast.Return | None, scope: Scope
+    lw: Statements, fn: ast.Function, last: ast.Return | None, scope: Scope
 ) -> Value | None:
     if fn.result is None:
         if last is not None and last.value is not None:
