@@ -442,3 +442,69 @@ def test_printed_code_computes_what_the_interpreter_does(tmp_path, arch):
                     atol=tolerance,
                     err_msg=name,
                 )
+
+
+FLOATS = ("f32", "f64", "f16")
+INTEGERS = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")
+SPECIAL = [
+    float("nan"), float("inf"), float("-inf"), 300.7, -300.7, -0.5, 3e9, 1e20,
+    -1e20, 127.9, 128.0, -129.0, 65535.5, 4294967296.0, -0.0, 0.99,
+]  # fmt: skip
+
+
+def _semantics_cases() -> list[tuple[str, str, list]]:
+    """Each float -> integer cast and each integer type's division, as in
+    tests/gpu/test_semantics_gpu.py: (kernel name, its text, its arguments)."""
+    cases = []
+    for source in FLOATS:
+        with np.errstate(over="ignore"):  # 3e9 and 1e20 are inf in f16, as meant
+            x = np.array(SPECIAL, np.dtype(numpy_name(source)))
+        for target in INTEGERS:
+            name = f"cast_{source}_{target}"
+            text = (
+                f"kernel {name}(x: tensor<{source}>[N], out: tensor<{target}>[N]) {{\n"
+                f"    out[0 :+ 16] = {target}(x[0 :+ 16])\n}}\n"
+            )
+            cases.append((name, text, [x, np.zeros(16, np.dtype(numpy_name(target)))]))
+    for dtype in INTEGERS:
+        np_dtype = np.dtype(numpy_name(dtype))
+        low, high = np.iinfo(np_dtype).min, np.iinfo(np_dtype).max
+        bits = 8 * np_dtype.itemsize
+        wrap = (lambda v: v % (1 << bits)) if np_dtype.kind == "u" else (lambda v: v)
+        a = [7, -7, 5, low, low, 0, 9, 100, high, 1, -1, 3, low, 13, -13, 0, 0]
+        b = [0, 0, 0, -1, 1, 0, -2, 3, 0, 0, 0, 7, 0, -5, 5, 3, 0]
+        name = f"divide_{dtype}"
+        text = (
+            f"kernel {name}(a: tensor<{dtype}>[N], b: tensor<{dtype}>[N], "
+            f"q: tensor<{dtype}>[N], r: tensor<{dtype}>[N]) {{\n"
+            "    q[0 :+ 16] = a[0 :+ 16] / b[0 :+ 16]\n"
+            "    r[0 :+ 16] = a[0 :+ 16] % b[0 :+ 16]\n"
+            "    q[16] = a[0] / b[0]\n"
+            "    r[16] = a[0] % b[0]\n}\n"
+        )
+        args = [np.array([wrap(v) for v in a], np_dtype), np.array([wrap(v) for v in b], np_dtype)]
+        cases.append((name, text, [*args, np.zeros(17, np_dtype), np.zeros(17, np_dtype)]))
+    return cases
+
+
+def numpy_name(dtype: str) -> str:
+    return {"f16": "float16", "f32": "float32", "f64": "float64"}.get(
+        dtype, f"{'u' if dtype[0] == 'u' else ''}int{dtype[1:]}"
+    )
+
+
+def test_float_to_integer_casts_and_integer_division_as_the_interpreter_defines_them(tmp_path):
+    """Saturating casts (NaN gives 0) and division by zero (docs/language.md), bit for bit."""
+    launches, checks = [], []
+    for name, text, inputs in _semantics_cases():
+        kernel = lower(parse(text, f"{name}.ph"), name, {})
+        generated = generate(kernel, _specialised(kernel), "sm_90a")
+        expected = [a.copy() for a in inputs]
+        got = [a.copy() for a in inputs]
+        run(kernel, (1,), expected)
+        launches.append((generated, (1,), got))
+        checks.append((name, expected, got))
+    run_on_host(launches, tmp_path)
+    for name, expected, got in checks:
+        for want, have in zip(expected, got):
+            np.testing.assert_array_equal(have, want, err_msg=name)

@@ -38,13 +38,50 @@ typedef double f64;
 template <class T> PHOBOS_INLINE constexpr bool narrow_float() { return false; }
 template <> PHOBOS_INLINE constexpr bool narrow_float<f16>() { return true; }
 template <> PHOBOS_INLINE constexpr bool narrow_float<bf16>() { return true; }
+template <class T> PHOBOS_INLINE constexpr bool wide_float() { return false; }
+template <> PHOBOS_INLINE constexpr bool wide_float<f32>() { return true; }
+template <> PHOBOS_INLINE constexpr bool wide_float<f64>() { return true; }
 
-// A value converted to To with C++ conversion rules; f16 and bf16 go through f32.
+// The range of each integer type, for float -> integer conversions.
+template <class T> struct integer_range { static constexpr bool integer = false; };
+#define PHOBOS_INTEGER_RANGE(T, LO, HI)                                   \
+    template <> struct integer_range<T> {                                 \
+        static constexpr bool integer = true;                             \
+        static constexpr T lowest = LO, highest = HI;                     \
+        static constexpr double past_top = double(HI / 2 + 1) * 2.0;      \
+    };
+PHOBOS_INTEGER_RANGE(i8, -128, 127)
+PHOBOS_INTEGER_RANGE(i16, -32768, 32767)
+PHOBOS_INTEGER_RANGE(i32, -2147483647 - 1, 2147483647)
+PHOBOS_INTEGER_RANGE(i64, -9223372036854775807LL - 1, 9223372036854775807LL)
+PHOBOS_INTEGER_RANGE(u8, 0, 255)
+PHOBOS_INTEGER_RANGE(u16, 0, 65535)
+PHOBOS_INTEGER_RANGE(u32, 0, 4294967295u)
+PHOBOS_INTEGER_RANGE(u64, 0, 18446744073709551615ULL)
+#undef PHOBOS_INTEGER_RANGE
+
+// A float (f32 or f64) to an integer type as docs/language.md defines it: truncated toward
+// zero, saturated at the type's limits, NaN giving 0.  C leaves values out of range
+// undefined, and the hardware's conversion wraps for 8- and 16-bit targets.
+template <class To, class From> PHOBOS_INLINE To saturated(From x) {
+    typedef integer_range<To> range;
+    if (!(x == x)) return To(0);
+    if (x < From(range::lowest)) return range::lowest;  // both limits are exact in From
+    if (x >= From(range::past_top)) return range::highest;
+    return static_cast<To>(x);
+}
+
+// A value converted to To with C++ conversion rules, but float -> integer saturates
+// (``saturated``); f16 and bf16 go through f32.
 template <class To, class From> PHOBOS_INLINE To cast(From x) {
     if constexpr (narrow_float<From>() && narrow_float<To>()) {
         return To(static_cast<float>(x));
+    } else if constexpr (narrow_float<From>() && integer_range<To>::integer) {
+        return saturated<To>(static_cast<float>(x));
     } else if constexpr (narrow_float<From>()) {
         return static_cast<To>(static_cast<float>(x));
+    } else if constexpr (wide_float<From>() && integer_range<To>::integer) {
+        return saturated<To>(x);
     } else if constexpr (narrow_float<To>()) {
         return To(static_cast<float>(x));
     } else {
