@@ -51,6 +51,21 @@ class Checker:
         self.torch = torch
         self.launches = 0
         self.wrong: list[str] = []
+        self.pruned: list[str] = []
+
+    def ran(self, launcher, *args, **values: int) -> bool:
+        """``launcher(*args, **values)``; False for a variant past a limit (a thread cannot
+        hold its dot's result), which the tuner prunes, and so does this script."""
+        from phobos.compile.diagnostics import PhobosError
+
+        try:
+            launcher(*args, **values)
+        except PhobosError as exc:
+            if not exc.only_limits:
+                raise
+            self.pruned.append(f"{values}: {exc.message}")
+            return False
+        return True
 
     def gpu(self, array: np.ndarray):
         return self.torch.from_numpy(np.ascontiguousarray(array)).cuda()
@@ -78,7 +93,8 @@ def vector_add(c: Checker) -> Iterator[str]:
     expected = x.astype(np.float64) + y
     for values in variants(t.vector_add):
         out = c.poisoned((n,), c.torch.float32)
-        t.vector_add[t.grid](c.gpu(x), c.gpu(y), out, **values)
+        if not c.ran(t.vector_add[t.grid], c.gpu(x), c.gpu(y), out, **values):
+            continue
         c.expect("vector_add", values, out, expected, FP32)
         yield f"vector_add {values}"
 
@@ -94,7 +110,8 @@ def softmax(c: Checker) -> Iterator[str]:
         expected = t.reference(x)
         for values in variants(kernel, keep):
             out = c.poisoned((m, n), c.torch.float32)
-            kernel[t.grid](c.gpu(x), out, **values)
+            if not c.ran(kernel[t.grid], c.gpu(x), out, **values):
+                continue
             c.expect(kernel.name, values, out, expected, FP32)
             yield f"{kernel.name} {values}"
 
@@ -113,7 +130,8 @@ def layer_norm(c: Checker) -> Iterator[str]:
     for values in variants(t.layer_norm_forward, wide):
         y = c.poisoned((m, n), torch.float16)
         mean, rstd = (c.poisoned((m,), torch.float32) for _ in range(2))
-        t.layer_norm_forward[(m,)](xs, ws, bs, y, mean, rstd, 1e-5, **values)
+        if not c.ran(t.layer_norm_forward[(m,)], xs, ws, bs, y, mean, rstd, 1e-5, **values):
+            continue
         c.expect("layer_norm_forward", values, y, ref["y"], FP16)
         c.expect("layer_norm_forward mean", values, mean, ref["mean"], FP16)
         c.expect("layer_norm_forward rstd", values, rstd, ref["rstd"], FP16)
@@ -123,9 +141,19 @@ def layer_norm(c: Checker) -> Iterator[str]:
         groups = t.groups(m, values["ROWS"])
         dx = c.poisoned((m, n), torch.float16)
         dw_partial, db_partial = (c.poisoned((groups, n), torch.float32) for _ in range(2))
-        t.layer_norm_backward_dx[(groups,)](
-            dys, xs, ws, mean, rstd, dx, dw_partial, db_partial, **values
-        )
+        if not c.ran(
+            t.layer_norm_backward_dx[(groups,)],
+            dys,
+            xs,
+            ws,
+            mean,
+            rstd,
+            dx,
+            dw_partial,
+            db_partial,
+            **values,
+        ):
+            continue
         c.expect("layer_norm_backward_dx", values, dx, ref["dx"], FP16)
         yield f"layer_norm_backward_dx {values}"
         if values["ROWS"] != 16:
@@ -133,7 +161,10 @@ def layer_norm(c: Checker) -> Iterator[str]:
         for tiles in variants(t.layer_norm_backward_dwdb):
             dw, db = (c.poisoned((n,), torch.float16) for _ in range(2))
             blocks = -(-n // tiles["BLOCK_N"])
-            t.layer_norm_backward_dwdb[(blocks,)](dw_partial, db_partial, dw, db, **tiles)
+            if not c.ran(
+                t.layer_norm_backward_dwdb[(blocks,)], dw_partial, db_partial, dw, db, **tiles
+            ):
+                continue
             c.expect("layer_norm_backward_dwdb dw", tiles, dw, ref["dw"], FP16)
             c.expect("layer_norm_backward_dwdb db", tiles, db, ref["db"], FP16)
             yield f"layer_norm_backward_dwdb {tiles}"
@@ -148,7 +179,8 @@ def matmul(c: Checker) -> Iterator[str]:
     expected = {act: t.reference(a, b, bool(act)) for act in (0, 1)}
     for values in variants(t.matmul):
         out = c.poisoned((m, n), c.torch.float16)
-        t.matmul[t.grid](c.gpu(a), c.gpu(b), out, **values)
+        if not c.ran(t.matmul[t.grid], c.gpu(a), c.gpu(b), out, **values):
+            continue
         c.expect("matmul", values, out, expected[values["ACTIVATION"]], FP16)
         yield f"matmul {values}"
 
@@ -168,7 +200,10 @@ def attention(c: Checker) -> Iterator[str]:
             for values in variants(t.attention_forward, **fixed):
                 o = c.poisoned((bh, s, d), torch.float16)
                 lse = c.poisoned((bh, s), torch.float32)
-                t.attention_forward[t.blocks_of("BLOCK_M")](qs, ks, vs, o, lse, scale, **values)
+                if not c.ran(
+                    t.attention_forward[t.blocks_of("BLOCK_M")], qs, ks, vs, o, lse, scale, **values
+                ):
+                    continue
                 c.expect("attention_forward o", values, o, ref["o"], FP16)
                 c.expect("attention_forward lse", values, lse, ref["lse"], FP16)
                 yield f"attention_forward {values}"
@@ -176,22 +211,46 @@ def attention(c: Checker) -> Iterator[str]:
             delta_ref = (ref["o"] * do.astype(np.float64)).sum(axis=-1)
             for values in variants(t.attention_backward_preprocess, D=d):
                 delta = c.poisoned((bh, s), torch.float32)
-                t.attention_backward_preprocess[t.blocks_of("BLOCK_M")](o, dos, delta, **values)
+                if not c.ran(
+                    t.attention_backward_preprocess[t.blocks_of("BLOCK_M")], o, dos, delta, **values
+                ):
+                    continue
                 c.expect("attention_backward_preprocess", values, delta, delta_ref, FP16)
                 yield f"attention_backward_preprocess {values}"
             for values in variants(t.attention_backward_dkdv, **fixed):
                 dk, dv = (c.poisoned((bh, s, d), torch.float16) for _ in range(2))
-                t.attention_backward_dkdv[t.blocks_of("BLOCK_N")](
-                    qs, ks, vs, dos, lse, delta, dk, dv, scale, **values
-                )
+                if not c.ran(
+                    t.attention_backward_dkdv[t.blocks_of("BLOCK_N")],
+                    qs,
+                    ks,
+                    vs,
+                    dos,
+                    lse,
+                    delta,
+                    dk,
+                    dv,
+                    scale,
+                    **values,
+                ):
+                    continue
                 c.expect("attention_backward_dkdv dk", values, dk, ref["dk"], FP16)
                 c.expect("attention_backward_dkdv dv", values, dv, ref["dv"], FP16)
                 yield f"attention_backward_dkdv {values}"
             for values in variants(t.attention_backward_dq, **fixed):
                 dq = c.poisoned((bh, s, d), torch.float16)
-                t.attention_backward_dq[t.blocks_of("BLOCK_M")](
-                    qs, ks, vs, dos, lse, delta, dq, scale, **values
-                )
+                if not c.ran(
+                    t.attention_backward_dq[t.blocks_of("BLOCK_M")],
+                    qs,
+                    ks,
+                    vs,
+                    dos,
+                    lse,
+                    delta,
+                    dq,
+                    scale,
+                    **values,
+                ):
+                    continue
                 c.expect("attention_backward_dq", values, dq, ref["dq"], FP16)
                 yield f"attention_backward_dq {values}"
 
@@ -218,6 +277,8 @@ def main(argv: list[str]) -> int:
             print(f"sanitize: {step}", flush=True)
     seconds = time.time() - start
     print(f"sanitize: {checker.launches} outputs checked in {seconds:.0f} s")
+    for line in checker.pruned:
+        print(f"sanitize: pruned {line}")
     for line in checker.wrong:
         print(f"sanitize: WRONG {line}")
     return 1 if checker.wrong else 0

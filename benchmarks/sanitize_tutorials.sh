@@ -23,7 +23,7 @@ for tool in "${tools[@]}"; do
     compute-sanitizer --tool "$tool" --error-exitcode 3 --print-limit 20 \
         python3 benchmarks/sanitize_tutorials.py $filter >"$log" 2>&1
     status=$?
-    echo "sanitize_tutorials: $tool exit $status; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|outputs checked' "$log" | tr '\n' ' ')"
+    echo "sanitize_tutorials: $tool exit $status; $(grep -aE 'ERROR SUMMARY|RACECHECK SUMMARY|outputs checked' "$log" | tr '\n' ' ')"
     [ "$status" -ne 0 ] && failed=1
 done
 exit "$failed"
