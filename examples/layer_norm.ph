@@ -1,6 +1,6 @@
 // Tutorial 05, forward: one block normalises one row, held in one BLOCK_N tile;
 // the statistics are fp32, and mean and rstd are kept for the backward pass.
-@autotune(BLOCK_N in [16, 16384])
+@autotune(BLOCK_N in {16, 32, 64, 128, 256, 512, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384})
 kernel layer_norm_forward(x: tensor<f16>[M, N], w: tensor<f16>[N], b: tensor<f16>[N], y: tensor<f16>[M, N], mean: tensor<f32>[M], rstd: tensor<f32>[M], eps: f32) {
     let row = ctx.block.x
     let values = f32(x[row, 0 :+ BLOCK_N])
@@ -15,7 +15,7 @@ kernel layer_norm_forward(x: tensor<f16>[M, N], w: tensor<f16>[N], b: tensor<f16
 
 // Backward, first kernel: block g takes the ROWS rows from g * ROWS; it writes their dx
 // and its fp32 partial sums of dy * xhat and dy into row g of dw_partial and db_partial.
-@autotune(ROWS in {16, 1, 2, 4, 8, 32, 64}, BLOCK_N in [16, 16384])
+@autotune(ROWS in {16, 1, 2, 4, 8, 32, 64}, BLOCK_N in {16, 32, 64, 128, 256, 512, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384})
 kernel layer_norm_backward_dx(dy: tensor<f16>[M, N], x: tensor<f16>[M, N], w: tensor<f16>[N], mean: tensor<f32>[M], rstd: tensor<f32>[M], dx: tensor<f16>[M, N], dw_partial: tensor<f32>[GROUPS, N], db_partial: tensor<f32>[GROUPS, N]) {
     let group = ctx.block.x
     let weight = f32(w[0 :+ BLOCK_N])

@@ -1,6 +1,6 @@
 // Tutorial 02: fused softmax, ROWS rows per block, each row in one BLOCK_N tile.
 // Columns past N are absent: max and sum skip them and the store leaves them.
-@autotune(ROWS in {1, 2, 4, 8}, BLOCK_N in [16, 16384])
+@autotune(ROWS in {1, 2, 4, 8}, BLOCK_N in {16, 32, 64, 128, 256, 512, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384})
 kernel softmax(x: tensor<f32>[M, N], out: tensor<f32>[M, N]) {
     let first = ctx.block.x * ROWS
     let rows = x[first :+ ROWS, 0 :+ BLOCK_N]

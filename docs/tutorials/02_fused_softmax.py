@@ -33,7 +33,10 @@ import phobos.lang as ph
 # Tutorial 02: fused softmax, ROWS rows per block, each row in one BLOCK_N tile.
 # Columns past N are absent: max and sum skip them and the store leaves them.
 @ph.kernel
-@ph.autotune(ROWS={1, 2, 4, 8}, BLOCK_N=[16, 16384])
+@ph.autotune(
+    ROWS={1, 2, 4, 8},
+    BLOCK_N={16, 32, 64, 128, 256, 512, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384},
+)
 def softmax(x: ph.tensor[ph.f32][M, N], out: ph.tensor[ph.f32][M, N]):
     first: ph.let = ph.ctx.block.x * ROWS
     rows: ph.let = x[first:+ROWS, 0:+BLOCK_N]
@@ -70,11 +73,19 @@ def grid(meta):
 MAX_TILE = 16384
 
 
+def covering_tile(n: int) -> int:
+    """The narrowest BLOCK_N of ``softmax``'s space that holds a row of n columns (12288
+    columns take the 12288-wide tile, not a 16384-wide one a quarter absent), or the
+    widest when none does."""
+    tiles = softmax.space.choices["BLOCK_N"]
+    return min((t for t in tiles if t >= n), default=max(tiles))
+
+
 def run_softmax(x, out, rows: int = 4, block_n: int | None = None, **launch) -> None:
     """``out = softmax(x)`` along rows: one tile per row when it fits, else the online kernel."""
     n = x.shape[1]
     if block_n is None:
-        block_n = max(16, 1 << (n - 1).bit_length())
+        block_n = covering_tile(n)
     if block_n >= n and block_n <= MAX_TILE:
         softmax[grid](x, out, ROWS=rows, BLOCK_N=block_n, **launch)
     else:

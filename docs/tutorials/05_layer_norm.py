@@ -53,7 +53,9 @@ import phobos.lang as ph
 # Tutorial 05, forward: one block normalises one row, held in one BLOCK_N tile;
 # the statistics are fp32, and mean and rstd are kept for the backward pass.
 @ph.kernel
-@ph.autotune(BLOCK_N=[16, 16384])
+@ph.autotune(
+    BLOCK_N={16, 32, 64, 128, 256, 512, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384}
+)
 def layer_norm_forward(
     x: ph.tensor[ph.f16][M, N],
     w: ph.tensor[ph.f16][N],
@@ -77,7 +79,10 @@ def layer_norm_forward(
 # Backward, first kernel: block g takes the ROWS rows from g * ROWS; it writes their dx
 # and its fp32 partial sums of dy * xhat and dy into row g of dw_partial and db_partial.
 @ph.kernel
-@ph.autotune(ROWS={16, 1, 2, 4, 8, 32, 64}, BLOCK_N=[16, 16384])
+@ph.autotune(
+    ROWS={16, 1, 2, 4, 8, 32, 64},
+    BLOCK_N={16, 32, 64, 128, 256, 512, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384},
+)
 def layer_norm_backward_dx(
     dy: ph.tensor[ph.f16][M, N],
     x: ph.tensor[ph.f16][M, N],
@@ -132,11 +137,11 @@ MAX_TILE = 16384
 
 
 def row_tile(n: int) -> int:
-    """The BLOCK_N that covers a row of n columns: the next power of two, at least 16."""
-    block_n = max(16, 1 << (n - 1).bit_length())
-    if block_n > MAX_TILE:
+    """The narrowest BLOCK_N of the kernels' spaces that covers a row of n columns (12288
+    columns take the 12288-wide tile, not a 16384-wide one a quarter absent)."""
+    if n > MAX_TILE:
         raise ValueError(f"rows of {n} columns do not fit one tile of at most {MAX_TILE}")
-    return block_n
+    return min(t for t in layer_norm_forward.space.choices["BLOCK_N"] if t >= n)
 
 
 def forward(x, w, b, y, mean, rstd, eps: float = 1e-5, **launch) -> None:

@@ -210,13 +210,40 @@ def test_layer_norm_backward_over_8192_columns_grows_the_cta_and_reloads_the_wei
     assert "w" in reads  # the weights are read again per row, not held across the loop
 
 
-def test_a_1024_thread_cta_whose_lanes_need_more_than_32_registers_asks_for_one_cta_an_sm():
-    """Left alone, ptxas plans two 1024-thread CTAs an SM (32 registers a thread) and spills
-    most of the 64 lanes each thread holds; asked for one, it takes 64 registers."""
+def test_a_memory_bound_cta_stops_at_512_threads_and_asks_for_one_cta_an_sm():
+    """Layer norm's backward over 16384 columns holds 64K lanes: 512 threads (1024 would
+    leave a thread 64 registers), told one CTA an SM so ptxas gives a thread 128."""
     compiled = build("layer_norm_backward_dx", ROWS=16, BLOCK_N=16384)
-    assert compiled.contract.block == (1024, 1, 1)
+    assert compiled.contract.block == (512, 1, 1)
+    assert "__launch_bounds__(512, 1)" in compiled.cuda_source
+    assert compiled.resources.registers == 128
+
+
+WIDE_ROWS = parse(
+    """\
+@autotune(NUM_THREADS in {1024})
+kernel sums(x: tensor<f16>[M, N], out: tensor<f32>[M, N]) {
+    var first = zeros<f32>[16384]
+    var second = zeros<f32>[16384]
+    for row in 0 .. M {
+        let v = f32(x[row, 0 :+ 16384])
+        first += fill(v, 0.0)
+        second += fill(v * v, 0.0)
+    }
+    out[0, 0 :+ 16384] = first
+    out[1, 0 :+ 16384] = second
+}
+""",
+    "wide.ph",
+)
+
+
+def test_a_1024_thread_cta_whose_lanes_need_more_than_32_registers_asks_for_one_cta_an_sm():
+    """48 lanes a thread: more than the 32 registers two 1024-thread CTAs an SM would leave,
+    so ptxas is told one (left alone, it planned two for layer norm's backward and spilled)."""
+    compiled = compile_kernel(WIDE_ROWS, "sums", {"NUM_THREADS": 1024}, arch="sm_90", verbose=True)
     assert "__launch_bounds__(1024, 1)" in compiled.cuda_source
-    assert compiled.resources.registers == 64
+    assert_in_registers(compiled)
 
 
 @pytest.mark.parametrize(("block", "threads"), [(1024, 64), (8192, 256), (16384, 512)])
@@ -229,7 +256,7 @@ def test_windows_loaded_together_count_toward_a_threads_lanes(block, threads):
 
 
 def test_layer_norm_forward_over_16384_columns_loads_its_three_windows_without_spilling():
-    """x, w and b are loaded together (ptxas issues them early): 1024 threads hold them."""
+    """x, w and b are loaded together (ptxas issues them early): 512 threads hold them."""
     compiled = build("layer_norm_forward", BLOCK_N=16384)
-    assert compiled.contract.block == (1024, 1, 1)
+    assert compiled.contract.block == (512, 1, 1)
     assert_in_registers(compiled)

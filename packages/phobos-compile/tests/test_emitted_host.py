@@ -469,8 +469,7 @@ def _semantics_cases() -> list[tuple[str, str, list]]:
     for dtype in INTEGERS:
         np_dtype = np.dtype(numpy_name(dtype))
         low, high = np.iinfo(np_dtype).min, np.iinfo(np_dtype).max
-        bits = 8 * np_dtype.itemsize
-        wrap = (lambda v: v % (1 << bits)) if np_dtype.kind == "u" else (lambda v: v)
+        modulus = 1 << (8 * np_dtype.itemsize) if np_dtype.kind == "u" else None
         a = [7, -7, 5, low, low, 0, 9, 100, high, 1, -1, 3, low, 13, -13, 0, 0]
         b = [0, 0, 0, -1, 1, 0, -2, 3, 0, 0, 0, 7, 0, -5, 5, 3, 0]
         name = f"divide_{dtype}"
@@ -482,7 +481,7 @@ def _semantics_cases() -> list[tuple[str, str, list]]:
             "    q[16] = a[0] / b[0]\n"
             "    r[16] = a[0] % b[0]\n}\n"
         )
-        args = [np.array([wrap(v) for v in a], np_dtype), np.array([wrap(v) for v in b], np_dtype)]
+        args = [np.array([v % modulus if modulus else v for v in c], np_dtype) for c in (a, b)]
         cases.append((name, text, [*args, np.zeros(17, np_dtype), np.zeros(17, np_dtype)]))
     return cases
 

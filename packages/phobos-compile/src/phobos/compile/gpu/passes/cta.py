@@ -11,14 +11,19 @@ Both are kernel-wide and come first: every layout is a map over ``threads``.
   ``PREFERRED_THREADS``; a larger tile gives each thread more lanes (more loads in
   flight, still in registers) up to ``MOST_ELEMENTS_PER_THREAD`` of the lanes held
   at once (the largest tile or the tiles a straight run loads together, plus the
-  tiles loops carry), and only past that more threads, up to 1024.
+  tiles loops carry), and only past that more threads, up to ``MAX_MEMORY_THREADS``
+  (512): a 1024-thread CTA leaves a thread 64 registers, too few for 64 lanes and
+  their addresses.  Measured on an H200 (run 28's probe): layer norm's backward over
+  a 12288-wide tile at 1,858 GB/s on 512 threads and 403 on 1024; its forward and
+  softmax's 4-row tiles likewise (docs/benchmarks.md).  ``NUM_THREADS`` may still
+  ask for 1024.
 * Two CTAs an SM are asked for (``__launch_bounds__(threads, 2)``, which caps a
   thread's registers at half the SM's share) where a memory-bound kernel's lanes
   fit in it, so one CTA loads while the other reduces and stores.
 * One CTA an SM is asked for where a memory-bound thread's lanes are more than two
-  CTAs would leave it registers for: left alone, ptxas plans a 1024-thread CTA for
-  two an SM (32 registers a thread) and spills the lanes; told one, it takes 64.
-  Otherwise the number is left to ptxas (``None``).
+  CTAs would leave it registers for: left alone, ptxas may plan for two and halve a
+  thread's registers (a 1024-thread CTA got 32 and spilled the lanes; told one, it
+  takes 64).  Otherwise the number is left to ptxas (``None``).
 
 A ``dot`` result is held in registers for as long as it accumulates: a variant whose
 result gives a thread more lanes than it has registers (128 x 256 f32 on 128 threads:
@@ -35,6 +40,7 @@ from phobos.compile.limits import MAX_THREAD_REGISTERS, REGISTERS
 
 WARP = 32
 MAX_THREADS = 1024
+MAX_MEMORY_THREADS = 512
 VECTOR_BYTES = 16
 ELEMENTS_PER_THREAD = 16
 PREFERRED_THREADS = 256
@@ -122,7 +128,7 @@ def _memory_threads(largest: int, held: int) -> int:
     threads = WARP
     while threads < PREFERRED_THREADS and threads * ELEMENTS_PER_THREAD < largest:
         threads *= 2
-    while threads < MAX_THREADS and threads * MOST_ELEMENTS_PER_THREAD < held:
+    while threads < MAX_MEMORY_THREADS and threads * MOST_ELEMENTS_PER_THREAD < held:
         threads *= 2
     return threads
 
