@@ -74,7 +74,7 @@ def _math(lw: ExprLowerer, call: ast.Call, scope: Scope) -> Value:
             f"{call.func}() needs a float operand, got {shown(got.type)}",
             help=f"cast it: `{sp.call(call.func, sp.call('f32', describe(call.args[0])))}`",
         )
-    return ir.Math(call.func, got, got.type, call.span)
+    return ir.Math(call.func, (got,), got.type, call.span)
 
 
 def _elementwise_binary(op: str) -> Lowering:

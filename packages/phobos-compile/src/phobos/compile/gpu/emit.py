@@ -338,7 +338,7 @@ class _Printer:
                 self.elementwise(op, lambda a: _wrap(f"({a[0]} {symbol} {a[1]})", dtype))
 
     def _MathFn(self, op: ir.MathFn) -> None:
-        self.elementwise(op, lambda a: f"phobos::{op.fn}({a[0]})")
+        self.elementwise(op, lambda a: f"phobos::{op.fn}({', '.join(a)})")
 
     def _Cast(self, op: ir.Cast) -> None:
         c = ctype(op.result.dtype)
