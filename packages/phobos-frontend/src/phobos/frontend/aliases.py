@@ -27,6 +27,9 @@ LANG_NAMES = frozenset(
         *("bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"),
         *("f16", "bf16", "f32", "f64", "index"),
         *("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs", "maximum", "minimum", "where"),
+        *("expm1", "log1p", "tanh", "sigmoid", "erf", "sin", "cos", "pow", "floor", "ceil"),
+        *("round", "trunc", "sign", "clamp", "fma", "isnan", "isinf", "isfinite"),
+        *("popcount", "umulhi"),
         *("sum", "max", "min", "dot", "trans", "arange", "fill", "trace"),
         *("atomic_add", "atomic_max", "atomic_xchg", "atomic_cas"),
         # Its modules, which host code may import too.

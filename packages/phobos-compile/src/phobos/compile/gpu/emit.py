@@ -39,6 +39,10 @@ _OPERATORS = {
     "gt": ">", "ge": ">=", "land": "&&", "lor": "||",
 }  # fmt: skip
 _BOOLEAN = ("eq", "ne", "lt", "le", "gt", "ge", "land", "lor")
+# Integer operations that C leaves undefined somewhere and docs/language.md defines.
+_INTEGER_HELPERS = {
+    "div": "divide", "mod": "remainder", "shl": "shift_left", "shr": "shift_right",
+}  # fmt: skip
 _NARROW = ("i8", "i16", "u8", "u16", "bool")
 
 
@@ -325,11 +329,9 @@ class _Printer:
             self.elementwise(op, lambda a: f"phobos::{op.op}({a[0]}, {a[1]})")
         elif op.op == "mod" and operand in ("f16", "bf16", "f32", "f64"):
             self.elementwise(op, lambda a: f"phobos::fmod({a[0]}, {a[1]})")
-        elif op.op in ("div", "mod") and operand[0] in "iu":
-            self.elementwise(
-                op,
-                lambda a: f"phobos::{'divide' if op.op == 'div' else 'remainder'}({a[0]}, {a[1]})",
-            )
+        elif op.op in _INTEGER_HELPERS and operand[0] in "iu":
+            helper = _INTEGER_HELPERS[op.op]
+            self.elementwise(op, lambda a: f"phobos::{helper}({a[0]}, {a[1]})")
         else:
             symbol = _OPERATORS[op.op]
             if op.op in _BOOLEAN:
