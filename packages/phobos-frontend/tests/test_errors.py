@@ -104,6 +104,8 @@ MODULE_CASES = [
     ),
     ("@ph.kernel\n@ph.autotune([1, 2])\ndef k(x: ph.f32):\n    pass\n", "3:14", "named spaces"),
     ("@ph.kernel()\ndef k(x: ph.f32):\n    pass\n", "2:2", "takes no arguments"),
+    ("@ph.kernel(text)\ndef k(x: ph.f32):\n    pass\n", "2:2", "but `source=`"),
+    ("@ph.func(source=t)\ndef k(x: ph.f32):\n    pass\n", "2:2", "takes no arguments"),
     ("@ph.kernel\n@ph.func\ndef k(x: ph.f32):\n    pass\n", "3:2", "not both"),
     (
         "import functools\n@functools.cache\n@ph.kernel\ndef k(x: ph.f32):\n    pass\n",
