@@ -115,6 +115,16 @@ def sign(x):
     return np.where(x > 0, one, np.where(x < 0, -one, x))[()]
 
 
+def power(a, b):
+    """numpy's power, the same for every shape: with a scalar (or stride-0) exponent of 2 numpy
+    squares (``x * x``) where it calls libm's ``pow`` for an array of exponents, 1 ulp apart, so
+    the interpreter (whole tiles) and the GPU-IR executor (a thread's registers) would differ.
+    Every exponent is given as its own element."""
+    a, b = np.broadcast_arrays(np.asarray(a), np.asarray(b))
+    exponents = np.array(b.reshape(-1), copy=True)
+    return np.power(np.array(a.reshape(-1), copy=True), exponents).reshape(a.shape)[()]
+
+
 def popcount(x):
     """The number of set bits of the two's-complement pattern, as i32."""
     bits = x.view(np.dtype(f"u{x.dtype.itemsize}"))
@@ -227,7 +237,7 @@ MATH: dict[str, Callable] = {
     "abs": np.abs,
     "sign": sign,
     "popcount": popcount,
-    "pow": np.power,
+    "pow": power,
     "fma": fma,
     "umulhi": umulhi,
 }
