@@ -44,6 +44,7 @@ TEST_TOOLS = [
     "ml_dtypes>=0.4",
     "jsonschema>=4.18",  # tests/test_contract_schema.py
     "ruff>=0.6",  # ph2py's tests check that ruff format leaves its output as it is
+    "ipython>=8",  # tests/test_kernel_source.py runs a kernel defined in an IPython cell
 ]
 # Only `tests` reads SASS: packages/phobos-compile/tests/test_sass.py disassembles cubins with the
 # wheel's nvdisasm (without it those tests skip, so the session must install it).

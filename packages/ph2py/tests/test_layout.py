@@ -37,6 +37,7 @@ def body(ph: str) -> str:
         "precedence",
         "literals",
         "control",
+        "math",
     ],
 )
 def test_the_corpus_converts_to_its_expected_python(data: Path, name: str) -> None:

@@ -300,6 +300,13 @@ CASES = [
         "cast it: `ph.exp(ph.f32(i))`",
     ),
     Case(
+        "umulhi of signed integers",
+        "let v = umulhi(i, 7)",
+        "v: ph.let = ph.umulhi(i, 7)",
+        "cast them: `umulhi(u32(i), u32(7))`",
+        "cast them: `ph.umulhi(ph.u32(i), ph.u32(7))`",
+    ),
+    Case(
         "a where condition that is not bool",
         "let v = where(a, a, a)",
         "v: ph.let = ph.where(a, a, a)",

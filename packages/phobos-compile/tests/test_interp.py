@@ -244,7 +244,7 @@ def test_max_and_min_propagate_nan_like_the_gpu_runtime():
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
 def test_math_functions_compute_in_their_type(fn, dtype):
     a = np.array([0.25, 1.0, 2.5, 7.0], dtype)
-    got = evaluate(lambda x: ir.Math(fn, x, x.type), a)
+    got = evaluate(lambda x: ir.Math(fn, (x,), x.type), a)
     wide = a.astype(np.float64)
     reference = 1 / np.sqrt(wide) if fn == "rsqrt" else getattr(np, fn)(wide)
     assert got.dtype == dtype
@@ -402,7 +402,7 @@ def test_two_dimensional_windows_over_both_ends():
     at, out = tensor("a", "f64", "M", "N"), tensor("out", "f64", "M", "N")
     rows, cols = mul(block("y"), const(4)), mul(block("x"), const(4))
     window = (win(rows, 4), win(cols, 4))
-    body = ir.Store(out, window, ir.Math("sqrt", load(at, *window), tile_t("f64", 4, 4)))
+    body = ir.Store(out, window, ir.Math("sqrt", (load(at, *window),), tile_t("f64", 4, 4)))
     result = nan_surrounded(np.zeros((5, 7)))
     run(kernel([at, out], body), (2, 2), [nan_surrounded(a), result])
     assert np.array_equal(result, np.sqrt(a))

@@ -113,8 +113,13 @@ def check_expr(e: ir.Expr) -> None:
         assert e.cond.type.dtype == "bool"
         assert shape(e.cond.type) == shape(e.if_true.type) == shape(e.if_false.type) == shape(t)
         assert e.if_true.type.dtype == e.if_false.type.dtype == t.dtype
-    elif isinstance(e, (ir.Unary, ir.Math, ir.Cast)):
+    elif isinstance(e, (ir.Unary, ir.Cast)):
         assert shape(e.operand.type) == shape(t) and partial(e.operand.type) == partial(t)
+    elif isinstance(e, ir.Math):
+        for o in e.operands:
+            check_expr(o)
+        assert all(shape(o.type) == shape(t) for o in e.operands)
+        assert partial(t) == any(partial(o.type) for o in e.operands)
     elif isinstance(e, ir.Splat):
         assert shape(e.operand.type) is None and not t.partial
     elif isinstance(e, ir.Broadcast):

@@ -10,7 +10,7 @@ import pytest
 
 from phobos.compile.diagnostics import PhobosError
 from phobos.frontend import translate_source
-from phobos.frontend.aliases import LANG_NAMES
+from phobos.frontend.aliases import LANG_NAMES, LangAliases
 
 FILE = "/work/project/kernels.py"
 
@@ -131,3 +131,22 @@ def test_the_known_names_are_phobos_lang_and_its_modules():
     assert set(lang.__all__) | modules == LANG_NAMES
     for name in LANG_NAMES:
         assert hasattr(lang, name) or importlib.util.find_spec(f"phobos.lang.{name}")
+
+
+def test_names_imported_outside_the_text_count_as_imported():
+    """A notebook cell uses what earlier cells imported (phobos.lang.source finds them)."""
+    cell = IMPORTED.replace(
+        "from phobos.lang import ctx, exp, f16, f32, inf, kernel, let, tensor\n", ""
+    )
+    imported = LangAliases(
+        (), {n: n for n in ("ctx", "exp", "f16", "f32", "inf", "kernel", "let", "tensor")}
+    )
+    program = translate_source(cell, FILE, imported)
+    assert program.text == translate_source(WITH_PH, FILE).text
+    alias_only = WITH_PH.replace("import phobos.lang as ph\n", "")
+    assert translate_source(alias_only, FILE, LangAliases((("ph",),))).text == program.text
+
+
+def test_a_kernel_may_give_its_source():
+    given = WITH_PH.replace("@ph.kernel\n", "@ph.kernel(source=TEXT)\n")
+    assert translate_source(given, FILE).module == translate_source(WITH_PH, FILE).module

@@ -8,7 +8,6 @@ the module's source with the front end (``phobos.frontend``); the parameters and
 from __future__ import annotations
 
 import hashlib
-import inspect
 import numbers
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -17,8 +16,9 @@ from typing import TYPE_CHECKING
 
 import phobos.compile as compiler
 from phobos.compile import Diagnostic, PhobosError, Span
-from phobos.frontend import Program, translate_file
+from phobos.frontend import Program
 from phobos.lang.errors import user_facing
+from phobos.lang.source import ModuleSource
 from phobos.launch import ArgumentBinder, ArrayFields
 
 if TYPE_CHECKING:
@@ -40,17 +40,21 @@ class Parameter:
 
 
 class Definition:
-    """Where a kernel was defined, and what its definition declares (each read once)."""
+    """Where a kernel was defined, and what its definition declares (each read once).
 
-    def __init__(self, fn: Callable[..., object]) -> None:
+    ``source``: the Python text of the kernel's module, where Python keeps none
+    (``phobos.lang.source``)."""
+
+    def __init__(self, fn: Callable[..., object], source: str | None = None) -> None:
         self.name = fn.__name__
-        self.file = inspect.getsourcefile(fn) or "<unknown>"
+        self.module_source = ModuleSource(fn, source)
+        self.file = self.module_source.file
 
     @cached_property
     def program(self) -> Program:
         """The front end's translation of the kernel's module."""
         with user_facing():
-            return translate_file(self.file)
+            return self.module_source.translate()
 
     @cached_property
     def source(self) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from phobos.compile import PhobosError
 from phobos.lang.definition import Definition
@@ -46,19 +46,32 @@ def func(fn: F) -> F:
     return fn
 
 
-def kernel(fn: Callable[..., object] | Kernel) -> Kernel:
-    """``@ph.kernel``: the function spells a Phobos kernel; ``kernel[grid](args...)`` launches it."""
-    return fn if isinstance(fn, Kernel) else Kernel(fn)
+@overload
+def kernel(fn: Callable[..., object] | Kernel, *, source: str | None = None) -> Kernel: ...
+@overload
+def kernel(*, source: str | None = None) -> Callable[[Callable[..., object]], Kernel]: ...
+def kernel(
+    fn: Callable[..., object] | Kernel | None = None, *, source: str | None = None
+) -> Kernel | Callable[[Callable[..., object]], Kernel]:
+    """``@ph.kernel``: the function spells a Phobos kernel; ``kernel[grid](args...)`` launches it.
+
+    ``@ph.kernel(source=text)``: ``text`` is the Python of the kernel's module (its imports,
+    consts, fns and this def), for code that Python keeps no text of (``python -c``, ``exec``
+    of a string); files and notebook cells need none.
+    """
+    if fn is None:
+        return lambda f: kernel(f, source=source)
+    return fn if isinstance(fn, Kernel) else Kernel(fn, source)
 
 
 class Kernel:
     """A Phobos kernel spelled in Python."""
 
-    def __init__(self, fn: Callable[..., object]) -> None:
+    def __init__(self, fn: Callable[..., object], source: str | None = None) -> None:
         self.name = fn.__name__
         self.__doc__ = fn.__doc__
         self.__wrapped__ = fn
-        self.definition = Definition(fn)
+        self.definition = Definition(fn, source)
         self.file = self.definition.file
         self.dispatcher = Dispatcher(self.definition)
         self._last_indexed: Launch | None = None  # kernel[grid] of the last grid, made once

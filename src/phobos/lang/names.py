@@ -128,7 +128,33 @@ log = _builtin("log", "log(t)", "Elementwise natural logarithm.")
 log2 = _builtin("log2", "log2(t)", "Elementwise base-2 logarithm.")
 sqrt = _builtin("sqrt", "sqrt(t)", "Elementwise square root.")
 rsqrt = _builtin("rsqrt", "rsqrt(t)", "Elementwise 1 / sqrt(t).")
+expm1 = _builtin("expm1", "expm1(t)", "Elementwise e**t - 1, accurate near 0.")
+log1p = _builtin("log1p", "log1p(t)", "Elementwise log(1 + t), accurate near 0.")
+tanh = _builtin("tanh", "tanh(t)", "Elementwise hyperbolic tangent.")
+sigmoid = _builtin("sigmoid", "sigmoid(t)", "Elementwise 1 / (1 + exp(-t)).")
+erf = _builtin("erf", "erf(t)", "Elementwise error function.")
+sin = _builtin("sin", "sin(t)", "Elementwise sine (radians).")
+cos = _builtin("cos", "cos(t)", "Elementwise cosine (radians).")
+pow = _builtin("pow", "pow(a, b)", "Elementwise a**b on floats (broadcasting).")
+floor = _builtin("floor", "floor(t)", "Elementwise largest whole float not above t.")
+ceil = _builtin("ceil", "ceil(t)", "Elementwise smallest whole float not below t.")
+round = _builtin("round", "round(t)", "Elementwise nearest whole float, ties to even.")
+trunc = _builtin("trunc", "trunc(t)", "Elementwise t rounded toward zero, as a float.")
 abs = _builtin("abs", "abs(t)", "Elementwise absolute value.")
+sign = _builtin("sign", "sign(t)", "Elementwise -1, 0 or 1; a zero and NaN stay themselves.")
+clamp = _builtin(
+    "clamp", "clamp(t, lo, hi)", "Elementwise minimum(maximum(t, lo), hi) (broadcasting)."
+)
+fma = _builtin("fma", "fma(a, b, c)", "Elementwise a * b + c rounded once (broadcasting).")
+isnan = _builtin("isnan", "isnan(t)", "Elementwise: is t NaN? (bool)")
+isinf = _builtin("isinf", "isinf(t)", "Elementwise: is t +inf or -inf? (bool)")
+isfinite = _builtin("isfinite", "isfinite(t)", "Elementwise: is t neither inf nor NaN? (bool)")
+popcount = _builtin(
+    "popcount", "popcount(t)", "Elementwise number of set bits of an integer (i32)."
+)
+umulhi = _builtin(
+    "umulhi", "umulhi(a, b)", "Elementwise high half of the exact product of u32s (or u64s)."
+)
 maximum = _builtin("maximum", "maximum(a, b)", "Elementwise larger of a and b (broadcasting).")
 minimum = _builtin("minimum", "minimum(a, b)", "Elementwise smaller of a and b (broadcasting).")
 where = _builtin("where", "where(c, a, b)", "Elementwise a where c is true, else b (broadcasting).")
@@ -175,8 +201,11 @@ bool = bool_  # ph.bool (bool_ above, so that this module's code sees Python's b
 # fmt: off
 __all__ = [
     "OutsideKernelError", "abs", "arange", "atomic_add", "atomic_cas", "atomic_max", "atomic_xchg",
-    "bf16", "bool", "const", "ctx", "dot", "exp", "exp2", "f16", "f32", "f64", "fill", "i8", "i16",
-    "i32", "i64", "index", "inf", "let", "log", "log2", "max", "maximum", "min", "minimum", "rsqrt",
-    "sqrt", "sum", "tensor", "trace", "trans", "u8", "u16", "u32", "u64", "var", "where", "zeros",
+    "bf16", "bool", "ceil", "clamp", "const", "cos", "ctx", "dot", "erf", "exp", "exp2", "expm1",
+    "f16", "f32", "f64", "fill", "floor", "fma", "i8", "i16", "i32", "i64", "index", "inf",
+    "isfinite", "isinf", "isnan", "let", "log", "log1p", "log2", "max", "maximum", "min",
+    "minimum", "popcount", "pow", "round", "rsqrt", "sigmoid", "sign", "sin", "sqrt", "sum",
+    "tanh", "tensor", "trace", "trans", "trunc", "u8", "u16", "u32", "u64", "umulhi", "var",
+    "where", "zeros",
 ]
 # fmt: on

@@ -7,7 +7,15 @@ Phobos text and span map.  The module is never imported or run.
 """
 
 from phobos.frontend import _conflict  # noqa: F401  (raises NamespaceConflict if phobos/__init__.py exists)
+from phobos.frontend.aliases import LANG_MODULE, LangAliases
 from phobos.frontend.program import Program, find_kernel
 from phobos.frontend.translate import translate_file, translate_source
 
-__all__ = ["Program", "find_kernel", "translate_file", "translate_source"]
+__all__ = [
+    "LANG_MODULE",
+    "LangAliases",
+    "Program",
+    "find_kernel",
+    "translate_file",
+    "translate_source",
+]

@@ -27,10 +27,13 @@ LANG_NAMES = frozenset(
         *("bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"),
         *("f16", "bf16", "f32", "f64", "index"),
         *("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs", "maximum", "minimum", "where"),
+        *("expm1", "log1p", "tanh", "sigmoid", "erf", "sin", "cos", "pow", "floor", "ceil"),
+        *("round", "trunc", "sign", "clamp", "fma", "isnan", "isinf", "isfinite"),
+        *("popcount", "umulhi"),
         *("sum", "max", "min", "dot", "trans", "arange", "fill", "trace"),
         *("atomic_add", "atomic_max", "atomic_xchg", "atomic_cas"),
         # Its modules, which host code may import too.
-        *("definition", "dispatch", "errors", "names", "tuning", "variant"),
+        *("definition", "dispatch", "errors", "names", "source", "tuning", "variant"),
     }
 )
 
@@ -62,6 +65,12 @@ class LangAliases:
                     for alias in stmt.names:
                         names[alias.asname or alias.name] = _lang_name(source, alias)
         return cls(tuple(prefixes), names)
+
+    def with_imported(self, imported: LangAliases) -> LangAliases:
+        """These aliases and ``imported``'s, which the text did not spell (a notebook cell's
+        earlier cells imported them); the text's own come first."""
+        prefixes = tuple(dict.fromkeys((*self.prefixes, *imported.prefixes)))
+        return LangAliases(prefixes, {**imported.names, **self.names})
 
     @property
     def python_alias(self) -> str:

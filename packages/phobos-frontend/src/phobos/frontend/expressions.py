@@ -62,7 +62,8 @@ PYTHON_BUILTIN_HELP = {
     "float": "write a cast: ph.f32(x), ph.f16(x), ...",
     "bool": "write a cast, ph.bool(x), or a comparison such as x != 0",
     "len": "a tensor's extents are the names in its type: N in ph.tensor[ph.f32][N]",
-    "pow": "multiply, or use ph.exp2 / ph.exp and ph.log",
+    "pow": "write ph.pow(a, b) (floats), or multiply",
+    "round": "write ph.round(x) (a whole float, ties to even)",
     "print": "a kernel cannot print; store values into an output tensor and print them on the host",
 }
 CTX_GROUPS = frozenset({"block", "grid"})
@@ -98,7 +99,7 @@ class ExpressionTranslator:
                 raise self.source.reject(
                     node,
                     "`**` has no Phobos meaning",
-                    help="multiply, or use ph.exp2 / ph.exp and ph.log for powers",
+                    help="write ph.pow(a, b) (floats), or multiply",
                 )
             return ph.Binary(op, self.expr(node.left), self.expr(node.right), span=span)
         if isinstance(node, ast.UnaryOp):

@@ -36,15 +36,21 @@ class Decorators:
     autotune: ast.Call | None
 
 
-def translate_module(source: SourceFile, tree: ast.Module) -> ph.Module:
-    return ModuleTranslator(source, tree).module()
+def translate_module(
+    source: SourceFile, tree: ast.Module, imported: LangAliases | None = None
+) -> ph.Module:
+    return ModuleTranslator(source, tree, imported).module()
 
 
 class ModuleTranslator:
-    def __init__(self, source: SourceFile, tree: ast.Module) -> None:
+    def __init__(
+        self, source: SourceFile, tree: ast.Module, imported: LangAliases | None = None
+    ) -> None:
         self.source = source
         self.tree = tree
         self.aliases = LangAliases.of_module(source, tree)
+        if imported is not None:
+            self.aliases = self.aliases.with_imported(imported)
         self.comments = CommentStream(source.text)
         functions = frozenset(
             stmt.name
@@ -127,9 +133,12 @@ class ModuleTranslator:
                         help="write @ph.autotune(BLOCK=[16, 8192])",
                     )
                 autotune = decorator
-            elif isinstance(decorator, ast.Call):
+            elif isinstance(decorator, ast.Call) and not _gives_source(decorator, path):
                 raise self.source.reject(
-                    decorator, f"@ph.{path} takes no arguments", help=f"write @ph.{path}"
+                    decorator,
+                    f"@ph.{path} takes no arguments"
+                    + (" but `source=`" if path == "kernel" else ""),
+                    help=f"write @ph.{path}",
                 )
         if not found:
             return Decorators(None, None)
@@ -341,3 +350,13 @@ def module_leading(comments: list[Comment]) -> tuple[str, ...]:
 
 def _is_none(node: ast.expr) -> bool:
     return isinstance(node, ast.Constant) and node.value is None
+
+
+def _gives_source(decorator: ast.Call, path: str) -> bool:
+    """``@ph.kernel(source=text)``: the module's text for Python code that keeps none
+    (phobos.lang reads it; the text itself is what is translated here)."""
+    return (
+        path == "kernel"
+        and not decorator.args
+        and [k.arg for k in decorator.keywords] == ["source"]
+    )

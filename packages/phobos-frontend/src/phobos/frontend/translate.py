@@ -17,6 +17,7 @@ import tokenize
 from phobos.compile.diagnostics import PhobosError, error, register_source
 from phobos.compile.span import Span
 from phobos.compile.syntax.nesting import check_nesting
+from phobos.frontend.aliases import LangAliases
 from phobos.frontend.items import translate_module
 from phobos.frontend.program import Program
 from phobos.frontend.source import SourceFile
@@ -27,11 +28,12 @@ _CODING = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
 _FILE_CACHE: dict[str, tuple[int, int, Program]] = {}
 
 
-def translate_source(source: str, filename: str) -> Program:
+def translate_source(source: str, filename: str, imported: LangAliases | None = None) -> Program:
     """Translate the ``@ph.kernel``/``@ph.func`` defs and ``ph.const``s of a module's source.
 
-    Raises ``PhobosError`` naming ``filename``, line and column for anything that
-    spells nothing in Phobos (and for Python syntax errors).
+    ``imported``: names of ``phobos.lang`` the text uses without importing them (a notebook
+    cell's earlier cells did).  Raises ``PhobosError`` naming ``filename``, line and column
+    for anything that spells nothing in Phobos (and for Python syntax errors).
     """
     # As Python reads a file: a byte order mark is not part of it, and every line ends in \n.
     source = source.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
@@ -50,7 +52,7 @@ def translate_source(source: str, filename: str) -> Program:
             "Python cannot parse this module: it is nested too deeply for Python's parser",
             help="bind inner parts of long expressions to names first",
         ) from None
-    module = translate_module(SourceFile(filename, source), tree)
+    module = translate_module(SourceFile(filename, source), tree, imported)
     check_nesting(module)  # the Phobos tree too: `a and b and c` nests deeper in Phobos
     return Program(module, filename)
 

@@ -11,13 +11,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from phobos.compile.check.broadcast import broadcast_shapes, is_partial, shape_of, to_shape
+from phobos.compile.check.math_functions import SIGNATURES, lower_clamp, lower_math
 from phobos.compile.check.messages import describe, shown, type_name
 from phobos.compile.check.scope import Scope
 from phobos.compile.check.types import (
     Literal,
     Value,
-    is_float,
-    is_int,
     is_numeric,
     literal_fits,
     make_const,
@@ -29,7 +28,6 @@ from phobos.compile.syntax import ast
 if TYPE_CHECKING:
     from phobos.compile.check.lowering import Expressions
 
-FLOAT_MATH = ("exp", "exp2", "log", "log2", "sqrt", "rsqrt")
 REDUCTIONS = ("sum", "max", "min")
 DOT_DTYPES = ("f16", "bf16", "f32")
 
@@ -56,25 +54,6 @@ def _tile(lw: Expressions, expr: ast.Expr, scope: Scope, what: str) -> ir.Expr:
     if isinstance(got, Literal) or not isinstance(got.type, ir.TileT):
         raise error(expr.span, f"{what} needs a tile, got {type_name(got)}")
     return got
-
-
-def _math(lw: Expressions, call: ast.Call, scope: Scope) -> Value:
-    _args(call, 1, 1)
-    sp = lw.ctx.spelling
-    got = lw.value(call.args[0], scope)
-    if isinstance(got, Literal):
-        got = make_const(
-            got, "f32" if call.func in FLOAT_MATH else got.default_dtype, lw.ctx.spelling
-        )
-    dtype = got.type.dtype
-    ok = is_float(dtype) or (call.func == "abs" and is_int(dtype))
-    if not ok:
-        raise error(
-            call.span,
-            f"{call.func}() needs a float operand, got {shown(got.type)}",
-            help=f"cast it: `{sp.call(call.func, sp.call('f32', describe(call.args[0])))}`",
-        )
-    return ir.Math(call.func, got, got.type, call.span)
 
 
 def _elementwise_binary(op: str) -> Lowering:
@@ -280,7 +259,8 @@ def lower_cast(lw: Expressions, call: ast.Call, scope: Scope) -> Value:
 
 
 BUILTINS: dict[str, Lowering] = {
-    **{name: _math for name in (*FLOAT_MATH, "abs")},
+    **dict.fromkeys(SIGNATURES, lower_math),
+    "clamp": lower_clamp,
     "maximum": _elementwise_binary("max"),
     "minimum": _elementwise_binary("min"),
     "where": _where,

@@ -39,6 +39,10 @@ _OPERATORS = {
     "gt": ">", "ge": ">=", "land": "&&", "lor": "||",
 }  # fmt: skip
 _BOOLEAN = ("eq", "ne", "lt", "le", "gt", "ge", "land", "lor")
+# Integer operations that C leaves undefined somewhere and docs/language.md defines.
+_INTEGER_HELPERS = {
+    "div": "divide", "mod": "remainder", "shl": "shift_left", "shr": "shift_right",
+}  # fmt: skip
 _NARROW = ("i8", "i16", "u8", "u16", "bool")
 
 
@@ -323,11 +327,9 @@ class _Printer:
             self.elementwise(op, lambda a: f"phobos::{op.op}({a[0]}, {a[1]})")
         elif op.op == "mod" and operand in ("f16", "bf16", "f32", "f64"):
             self.elementwise(op, lambda a: f"phobos::fmod({a[0]}, {a[1]})")
-        elif op.op in ("div", "mod") and operand[0] in "iu":
-            self.elementwise(
-                op,
-                lambda a: f"phobos::{'divide' if op.op == 'div' else 'remainder'}({a[0]}, {a[1]})",
-            )
+        elif op.op in _INTEGER_HELPERS and operand[0] in "iu":
+            helper = _INTEGER_HELPERS[op.op]
+            self.elementwise(op, lambda a: f"phobos::{helper}({a[0]}, {a[1]})")
         else:
             symbol = _OPERATORS[op.op]
             if op.op in _BOOLEAN:
@@ -336,7 +338,7 @@ class _Printer:
                 self.elementwise(op, lambda a: _wrap(f"({a[0]} {symbol} {a[1]})", dtype))
 
     def _MathFn(self, op: ir.MathFn) -> None:
-        self.elementwise(op, lambda a: f"phobos::{op.fn}({a[0]})")
+        self.elementwise(op, lambda a: f"phobos::{op.fn}({', '.join(a)})")
 
     def _Cast(self, op: ir.Cast) -> None:
         c = ctype(op.result.dtype)

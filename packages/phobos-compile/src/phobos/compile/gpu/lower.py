@@ -759,8 +759,10 @@ def _assigned(body: tuple[tir.Stmt, ...]) -> list[str]:
 
 
 def _operands(e: tir.Expr) -> list[tir.Expr]:
-    if isinstance(e, (tir.Unary, tir.Math, tir.Cast)):
+    if isinstance(e, (tir.Unary, tir.Cast)):
         return [e.operand]
+    if isinstance(e, tir.Math):
+        return list(e.operands)
     if isinstance(e, tir.Binary):
         return [e.left, e.right]
     assert isinstance(e, tir.Select)

@@ -112,7 +112,8 @@ class ExprCompiler:
         return _elementwise(fn, [self(node.left), self(node.right)], node.type)
 
     def _math(self, node: ir.Math) -> Code:
-        return _elementwise(elementwise.MATH[node.fn], [self(node.operand)], node.type)
+        operands = [self(o) for o in node.operands]
+        return _elementwise(elementwise.MATH[node.fn], operands, node.type)
 
     def _select(self, node: ir.Select) -> Code:
         operands = [self(node.cond), self(node.if_true), self(node.if_false)]

@@ -227,10 +227,11 @@ class Binary:
 
 @dataclass(frozen=True)
 class Math:
-    """Elementwise math function: "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs"."""
+    """Elementwise math function ``fn`` ("exp", "pow", "fma", ...; docs/language.md section 5)
+    of one or more operands of one shape, or all scalars."""
 
     fn: str
-    operand: Expr
+    operands: tuple[Expr, ...]
     type: IRType
     span: Span = _span()
 

@@ -46,7 +46,7 @@ def format_expr(expr: ir.Expr) -> str:
         operands = (expr.operand,) if isinstance(expr, ir.Unary) else (expr.left, expr.right)
         return _call(expr.op, *operands)
     if isinstance(expr, ir.Math):
-        return _call(expr.fn, expr.operand)
+        return _call(expr.fn, *expr.operands)
     if isinstance(expr, ir.Select):
         return _call("select", expr.cond, expr.if_true, expr.if_false)
     if isinstance(expr, ir.Cast):

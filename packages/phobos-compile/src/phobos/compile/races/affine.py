@@ -185,8 +185,10 @@ def is_invariant(expr: ir.Expr, bindings: Bindings) -> bool:
     if isinstance(expr, ir.Read):
         form = bindings.values.get(expr.var.name)
         return form is not None and all(isinstance(a, Invariant) for a, _ in form.terms)
-    if isinstance(expr, (ir.Unary, ir.Math, ir.Cast)):
+    if isinstance(expr, (ir.Unary, ir.Cast)):
         return is_invariant(expr.operand, bindings)
+    if isinstance(expr, ir.Math):
+        return all(is_invariant(o, bindings) for o in expr.operands)
     if isinstance(expr, ir.Binary):
         return is_invariant(expr.left, bindings) and is_invariant(expr.right, bindings)
     if isinstance(expr, ir.Select):

@@ -96,26 +96,43 @@ template <> PHOBOS_INLINE f64 quiet_nan<f64>() { return __longlong_as_double(0x7
 
 // ------------------------------------------------------------------ math
 // f32 uses the accurate library functions (expf, not __expf); f16 and bf16
-// compute in f32 and round once.
+// compute in f32 and round once.  round is rint: ties to even.
 
-PHOBOS_INLINE f32 exp(f32 x) { return ::expf(x); }
-PHOBOS_INLINE f64 exp(f64 x) { return ::exp(x); }
-PHOBOS_INLINE f32 exp2(f32 x) { return ::exp2f(x); }
-PHOBOS_INLINE f64 exp2(f64 x) { return ::exp2(x); }
-PHOBOS_INLINE f32 log(f32 x) { return ::logf(x); }
-PHOBOS_INLINE f64 log(f64 x) { return ::log(x); }
-PHOBOS_INLINE f32 log2(f32 x) { return ::log2f(x); }
-PHOBOS_INLINE f64 log2(f64 x) { return ::log2(x); }
-PHOBOS_INLINE f32 sqrt(f32 x) { return ::sqrtf(x); }
-PHOBOS_INLINE f64 sqrt(f64 x) { return ::sqrt(x); }
-PHOBOS_INLINE f32 rsqrt(f32 x) { return ::rsqrtf(x); }
-PHOBOS_INLINE f64 rsqrt(f64 x) { return ::rsqrt(x); }
-PHOBOS_INLINE f32 abs(f32 x) { return ::fabsf(x); }
+#define PHOBOS_MATH(NAME, F32, F64)                                                \
+    PHOBOS_INLINE f32 NAME(f32 x) { return ::F32(x); }                            \
+    PHOBOS_INLINE f64 NAME(f64 x) { return ::F64(x); }
+PHOBOS_MATH(exp, expf, exp)
+PHOBOS_MATH(exp2, exp2f, exp2)
+PHOBOS_MATH(log, logf, log)
+PHOBOS_MATH(log2, log2f, log2)
+PHOBOS_MATH(sqrt, sqrtf, sqrt)
+PHOBOS_MATH(rsqrt, rsqrtf, rsqrt)
+PHOBOS_MATH(expm1, expm1f, expm1)
+PHOBOS_MATH(log1p, log1pf, log1p)
+PHOBOS_MATH(tanh, tanhf, tanh)
+PHOBOS_MATH(erf, erff, erf)
+PHOBOS_MATH(sin, sinf, sin)
+PHOBOS_MATH(cos, cosf, cos)
+PHOBOS_MATH(floor, floorf, floor)
+PHOBOS_MATH(ceil, ceilf, ceil)
+PHOBOS_MATH(round, rintf, rint)
+PHOBOS_MATH(trunc, truncf, trunc)
+PHOBOS_MATH(abs, fabsf, fabs)
+#undef PHOBOS_MATH
+PHOBOS_INLINE f32 sigmoid(f32 x) { return 1.0f / (1.0f + ::expf(-x)); }
+PHOBOS_INLINE f64 sigmoid(f64 x) { return 1.0 / (1.0 + ::exp(-x)); }
+PHOBOS_INLINE f32 pow(f32 x, f32 y) { return ::powf(x, y); }
+PHOBOS_INLINE f64 pow(f64 x, f64 y) { return ::pow(x, y); }
 PHOBOS_INLINE f32 fmod(f32 x, f32 y) { return ::fmodf(x, y); }
 PHOBOS_INLINE f64 fmod(f64 x, f64 y) { return ::fmod(x, y); }
-PHOBOS_INLINE f16 fmod(f16 x, f16 y) { return f16(::fmodf(float(x), float(y))); }
-PHOBOS_INLINE bf16 fmod(bf16 x, bf16 y) { return bf16(::fmodf(float(x), float(y))); }
-PHOBOS_INLINE f64 abs(f64 x) { return ::fabs(x); }
+PHOBOS_INLINE f32 fma(f32 x, f32 y, f32 z) { return ::fmaf(x, y, z); }
+PHOBOS_INLINE f64 fma(f64 x, f64 y, f64 z) { return ::fma(x, y, z); }
+PHOBOS_INLINE bool isnan(f32 x) { return x != x; }
+PHOBOS_INLINE bool isnan(f64 x) { return x != x; }
+PHOBOS_INLINE bool isinf(f32 x) { return ::fabsf(x) == infinity<f32>(); }
+PHOBOS_INLINE bool isinf(f64 x) { return ::fabs(x) == infinity<f64>(); }
+PHOBOS_INLINE bool isfinite(f32 x) { return ::fabsf(x) < infinity<f32>(); }
+PHOBOS_INLINE bool isfinite(f64 x) { return ::fabs(x) < infinity<f64>(); }
 
 #define PHOBOS_NARROW_MATH(NAME)                                                   \
     PHOBOS_INLINE f16 NAME(f16 x) { return f16(NAME(static_cast<float>(x))); }    \
@@ -126,10 +143,64 @@ PHOBOS_NARROW_MATH(log)
 PHOBOS_NARROW_MATH(log2)
 PHOBOS_NARROW_MATH(sqrt)
 PHOBOS_NARROW_MATH(rsqrt)
+PHOBOS_NARROW_MATH(expm1)
+PHOBOS_NARROW_MATH(log1p)
+PHOBOS_NARROW_MATH(tanh)
+PHOBOS_NARROW_MATH(sigmoid)
+PHOBOS_NARROW_MATH(erf)
+PHOBOS_NARROW_MATH(sin)
+PHOBOS_NARROW_MATH(cos)
+PHOBOS_NARROW_MATH(floor)
+PHOBOS_NARROW_MATH(ceil)
+PHOBOS_NARROW_MATH(round)
+PHOBOS_NARROW_MATH(trunc)
 PHOBOS_NARROW_MATH(abs)
 #undef PHOBOS_NARROW_MATH
 
+#define PHOBOS_NARROW_TEST(NAME)                                                   \
+    PHOBOS_INLINE bool NAME(f16 x) { return NAME(static_cast<float>(x)); }        \
+    PHOBOS_INLINE bool NAME(bf16 x) { return NAME(static_cast<float>(x)); }
+PHOBOS_NARROW_TEST(isnan)
+PHOBOS_NARROW_TEST(isinf)
+PHOBOS_NARROW_TEST(isfinite)
+#undef PHOBOS_NARROW_TEST
+
+template <class T> PHOBOS_INLINE T pow(T x, T y) {
+    return T(pow(static_cast<float>(x), static_cast<float>(y)));
+}
+template <class T> PHOBOS_INLINE T fmod(T x, T y) {
+    return T(fmod(static_cast<float>(x), static_cast<float>(y)));
+}
+template <class T> PHOBOS_INLINE T fma(T x, T y, T z) {
+    return T(fma(static_cast<float>(x), static_cast<float>(y), static_cast<float>(z)));
+}
+
 template <class T> PHOBOS_INLINE T abs(T x) { return x < T(0) ? T(-x) : x; }
+
+// -1 below zero, 1 above; a zero (of either sign) and NaN are themselves.
+template <class T> PHOBOS_INLINE T sign(T x) {
+    if constexpr (narrow_float<T>()) {
+        return T(sign(static_cast<float>(x)));
+    } else if constexpr (T(-1) < T(0)) {
+        return x > T(0) ? T(1) : x < T(0) ? T(-1) : x;
+    } else {
+        return x > T(0) ? T(1) : x;
+    }
+}
+
+// The number of set bits of an integer's two's-complement pattern.
+template <class T> PHOBOS_INLINE i32 popcount(T x) {
+    if constexpr (sizeof(T) == 8) {
+        return __popcll(static_cast<u64>(x));
+    } else {
+        constexpr u32 MASK = sizeof(T) == 4 ? 0xffffffffu : (1u << (8 * sizeof(T))) - 1u;
+        return __popc(static_cast<u32>(x) & MASK);
+    }
+}
+
+// The high half of the exact double-width product.
+PHOBOS_INLINE u32 umulhi(u32 a, u32 b) { return __umulhi(a, b); }
+PHOBOS_INLINE u64 umulhi(u64 a, u64 b) { return __umul64hi(a, b); }
 
 // Elementwise max/min: a NaN operand gives NaN, as in the CPU interpreter (numpy).
 template <class T> PHOBOS_INLINE T max(T a, T b) {
@@ -314,7 +385,7 @@ template <int COUNT, int W> PHOBOS_INLINE unsigned bits(const unsigned (&words)[
     return (words[r0 >> 5] >> (r0 & 31)) & all;
 }
 
-// ------------------------------------------------------------------ integer division
+// ------------------------------------------------------------------ integer division and shifts
 
 // Integer division and remainder as docs/language.md defines them where C leaves them
 // undefined: by zero, the quotient is 0 and the remainder the dividend; the most
@@ -332,6 +403,19 @@ template <class T> PHOBOS_INLINE T remainder(T a, T b) {
         if (b == T(-1)) return T(0);
     }
     return T(a % b);
+}
+
+// Shifts by a count outside [0, bits) shift every bit out, as PTX's shl and shr do
+// (C leaves them undefined): a << n is 0, and a >> n is 0, or -1 for a negative a.
+template <class T> PHOBOS_INLINE T shift_left(T a, T n) {
+    return static_cast<u64>(n) < 8 * sizeof(T) ? T(a << n) : T(0);
+}
+template <class T> PHOBOS_INLINE T shift_right(T a, T n) {
+    if (static_cast<u64>(n) < 8 * sizeof(T)) return T(a >> n);
+    if constexpr (T(-1) < T(0)) {
+        if (a < T(0)) return T(-1);
+    }
+    return T(0);
 }
 
 // ------------------------------------------------------------------ 16-bit pairs
