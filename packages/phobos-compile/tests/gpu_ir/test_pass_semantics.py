@@ -18,6 +18,7 @@ import pytest
 
 from phobos.compile.check import lower
 from phobos.compile.gpu import pipeline
+from phobos.compile.gpu.executor import ExecutionError
 from phobos.compile.gpu.passes.allocation import allocate_shared
 from phobos.compile.gpu.passes.barriers import insert_barriers
 from phobos.compile.gpu.printer import format_kernel
@@ -46,16 +47,15 @@ KERNELS = [  # (file, kernel, values, arch)
 ]
 STAGES = ["lower"] + [f"{i + 1}:{name}" for i, (name, _) in enumerate(PASSES)]
 _NAMES = [name for name, _ in PASSES]
-# The stages after instruction selection and before layout assignment (the dead code after
-# select_mma, the MMA waits, software pipelining): products without layouts.
-BETWEEN = set(STAGES[_NAMES.index("select_mma") + 1 : _NAMES.index("assign_layouts") + 1])
 ALLOCATION = f"{_NAMES.index('allocate_shared') + 1}:allocate_shared"
+# Known: on sm_90a the IR after schedule_mma_waits and before pipelining keeps matmul's
+# chained wgmma in flight over a one-stage buffer, which the next k-step's cp.async
+# overwrites; only the pipeline pass's ring (the lag stage) makes it correct.  The executor
+# catches the race; the pass order should not need the later pass (to fix: mma_waits keeps a
+# product in flight only over a buffer with a stage to spare).
+MMA_WAITS = f"{_NAMES.index('schedule_mma_waits') + 1}:schedule_mma_waits"
+RACES_UNTIL_PIPELINED = {("matmul", "sm_90a", MMA_WAITS)}
 BARRIERS = f"{_NAMES.index('insert_barriers') + 1}:insert_barriers"
-MIXED = (
-    "gpu back end: the executor cannot run the IR between select_mma and assign_layouts: an "
-    "elementwise op of a distributed tile (a Convert's or an mma's result) and a whole one "
-    "(no layout yet) fails to broadcast ([threads, registers] against the tile's shape)"
-)
 
 
 def test_pipeline_order():
@@ -77,26 +77,14 @@ def stages(tile, arch: str):
         yield f"{i + 1}:{name}", copy.deepcopy(gpu)
 
 
-def cases():
-    for file, kernel, values, arch in KERNELS:
-        yield pytest.param(file, kernel, values, arch, None, id=f"{kernel}-{arch}")
-    # The stages between instruction selection and layout assignment, where the kernel
-    # has a product (one case: they all fail the same way today).
-    marks = [pytest.mark.xfail(strict=True, raises=ValueError, reason=MIXED)]
-    yield pytest.param(
-        "matmul.ph", "matmul", MATMUL, "sm_80", "select", id="matmul-sm_80-select", marks=marks
-    )
-    yield pytest.param(
-        "softmax.ph", "softmax", {"ROWS": 2, "BLOCK_N": 128}, "sm_80", "select", id="softmax-select"
-    )
+CASES = [pytest.param(*case, id=f"{case[1]}-{case[3]}") for case in KERNELS]
 
 
 @pytest.mark.usefixtures("memoised_layouts")
-@pytest.mark.parametrize(("file", "kernel", "values", "arch", "part"), list(cases()))
-def test_every_pass_keeps_the_interpreters_answer(file, kernel, values, arch, part):
-    """``part`` None: every stage but the two between instruction selection and layout
-    assignment; "select": those (``BETWEEN``: after select_mma, the dead code after it, the
-    MMA waits and the pipelining)."""
+@pytest.mark.parametrize(("file", "kernel", "values", "arch"), CASES)
+def test_every_pass_keeps_the_interpreters_answer(file, kernel, values, arch):
+    """After lowering and after each pass (between instruction selection and layout
+    assignment too, where a product's result is distributed and its users still whole)."""
     module = parse_file(next(p for p in EXAMPLES if p.name == file))
     tile = lower(module, kernel, values)
     args, grid = GRIDS[kernel](values, np.random.default_rng(5))
@@ -105,14 +93,18 @@ def test_every_pass_keeps_the_interpreters_answer(file, kernel, values, arch, pa
     names = [p.name for p in tile.params]
     ran = []
     for stage, gpu in stages(tile, arch):
-        if (stage in BETWEEN) != (part == "select"):
-            continue
         if stage not in (ALLOCATION, BARRIERS):
             allocate_shared(gpu)
         if stage != BARRIERS:
             insert_barriers(gpu)
         got = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+        ran.append(stage)
+        if (kernel, arch, stage) in RACES_UNTIL_PIPELINED:
+            with pytest.raises(
+                ExecutionError, match=r"cp\.async writes shared memory that a wgmma"
+            ):
+                execute(gpu, grid, got)
+            continue
         execute(gpu, grid, got)
         assert_same_tensors(names, expected, got, args)
-        ran.append(stage)
-    assert len(ran) == (len(BETWEEN) if part == "select" else len(STAGES) - len(BETWEEN))
+    assert ran == STAGES

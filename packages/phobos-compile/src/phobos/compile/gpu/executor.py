@@ -71,6 +71,16 @@ class Regs:
     layout: Layout
 
 
+def _whole(regs: Regs, shape: tuple[int, ...]) -> np.ndarray:
+    """A distributed tile as one array of ``shape``: each element from a thread that holds it
+    (replicas hold the same value; ``_check_replicas`` checks that where it matters)."""
+    valid = regs.layout.valid()
+    coords = regs.layout.coords()[valid]
+    whole = np.zeros(shape, regs.values.dtype)
+    whole[tuple(coords[:, axis] for axis in range(coords.shape[-1]))] = regs.values[valid]
+    return whole
+
+
 @dataclass
 class _Buffer:
     """A shared-memory buffer: where it starts in the CTA's bytes and how it is laid out."""
@@ -358,12 +368,22 @@ class Executor:
 
     def _elementwise(self, op: ir.Op, args, fn) -> object:
         tiles = [a for a in args if isinstance(a, Regs)]
+        values = [self.values(a) for a in args]
+        result_type = op.result.type
+        if tiles and isinstance(result_type, ir.Tile) and result_type.layout is None:
+            # Between instruction selection and layout assignment a product's result (or a
+            # conversion's) is distributed while the op using it is not laid out yet: the op
+            # runs on whole tiles, as the IR's types say.
+            values = [
+                _whole(a, result_type.shape) if isinstance(a, Regs) else v
+                for a, v in zip(args, values)
+            ]
+            tiles = []
         if tiles:
             layout = tiles[0].layout
             for a in tiles[1:]:
                 if a.layout != layout:
                     raise ExecutionError(f"{op.NAME}: operands in different layouts")
-        values = [self.values(a) for a in args]
         dtype = op.result.dtype
         result = np.asarray(fn(*values))
         result = _round(result.astype(_np(dtype), copy=False), dtype)
