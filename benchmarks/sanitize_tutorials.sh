@@ -4,14 +4,7 @@
 # folder); exits non-zero if a tool reports an error or a variant computes a wrong output.
 # Usage: bash benchmarks/sanitize_tutorials.sh [FILTER] [TOOL...]   (on the GPU machine)
 set -uo pipefail
-cd "$(dirname "$0")/.."
-PYTHONPATH=".:src:$(ls -d packages/*/src | paste -sd:)${PYTHONPATH:+:$PYTHONPATH}"
-export PYTHONPATH PYTHONUNBUFFERED=1
-if [ -z "${PHOBOS_CACHE_DIR:-}" ]; then
-    PHOBOS_CACHE_DIR="$(mktemp -d "${TMPDIR:-/tmp}/phobos-cache.XXXXXXXX")" || exit 1
-    trap 'rm -rf "$PHOBOS_CACHE_DIR"' EXIT
-fi
-export PHOBOS_CACHE_DIR
+source "$(dirname "$0")/gpu_env.sh"
 filter="${1:-}"
 shift || true
 tools=("$@")

@@ -2,15 +2,13 @@
 # Run a kernel whose device assert fails under compute-sanitizer, and check that the report
 # names the Python file and line of the assert (docs/errors.md, "Device asserts").
 # Usage: bash benchmarks/sanitizer_assert.sh   (on a machine with an NVIDIA GPU, torch and
-# compute-sanitizer; the sources go on PYTHONPATH as in run_gpu_suite.sh)
+# compute-sanitizer; benchmarks/gpu_env.sh sets the paths)
 set -uo pipefail
-cd "$(dirname "$0")/.."
-PYTHONPATH=".:src:$(ls -d packages/*/src | paste -sd:)${PYTHONPATH:+:$PYTHONPATH}"
-export PYTHONPATH PYTHONUNBUFFERED=1
+source "$(dirname "$0")/gpu_env.sh"
 example=docs/examples/device_assert.py
 line=$(grep -n 'assert t >= 0.0' "$example" | cut -d: -f1)
 report=$(mktemp)
-trap 'rm -f "$report"' EXIT
+trap 'rm -f "$report"; phobos_cleanup' EXIT
 compute-sanitizer --tool memcheck python3 "$example" --gpu >"$report" 2>&1
 status=$?
 cat "$report"
