@@ -141,7 +141,8 @@ def test_float_functions_agree_with_the_interpreter():
     within_ulps(got[2], want[2], 8)
     exact = np.isnan(want[3]) == np.isnan(got[3])
     assert exact.all() and np.array_equal(want[3], got[3], equal_nan=True)
-    assert np.array_equal(np.signbit(want[3]), np.signbit(got[3]))
+    numbers = ~np.isnan(want[3])  # a made NaN's sign bit is the machine's (docs/language.md)
+    assert np.array_equal(np.signbit(want[3][numbers]), np.signbit(got[3][numbers]))
     assert np.array_equal(want[4], got[4])
     assert (got[3][np.isfinite(x), 8] != 0).any()  # fma is fused on the GPU too
 
