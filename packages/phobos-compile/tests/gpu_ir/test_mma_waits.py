@@ -17,6 +17,7 @@ import pytest
 from phobos.compile.check import lower
 from phobos.compile.gpu import ir
 from phobos.compile.gpu.executor import ExecutionError, execute
+from phobos.compile.gpu.passes.mma_waits import schedule_mma_waits
 from phobos.compile.gpu.pipeline import build
 from phobos.compile.gpu.verify import VerifyError, verify
 from phobos.compile.interp import run
@@ -85,14 +86,34 @@ def test_the_k_loop_carries_its_product_in_flight():
 
 def test_the_ring_refills_a_stage_an_iteration_later_for_a_product_in_flight():
     kernel = gpu_ir("matmul.ph", "matmul", MATMUL)
-    stages = {op.result.type.stages for op in kernel.walk() if isinstance(op, ir.SharedAlloc)}
-    assert stages == {4}
+    rings = [op for op in kernel.walk() if isinstance(op, ir.SharedAlloc)]
+    assert {op.result.type.stages for op in rings} == {4}
+    assert {op.lag for op in rings} == {1}  # what lets mma_waits keep the product in flight
     loop = the_loop(kernel)
     (wait,) = of(loop.body, ir.AsyncWait)
     # D = S - 1 - L = 2 iterations of copies ahead: this one's landed, the next in flight.
     assert wait.pending == 1
     prologue = [op for op in kernel.body.ops if isinstance(op, ir.AsyncCommit)]
     assert len(prologue) == 2
+
+
+def test_a_product_stays_in_flight_only_over_a_ring_with_a_stage_to_spare():
+    """The pipeline runs first; a ring it refills the iteration after its read (no lag)
+    would be overwritten under a product in flight, so mma_waits waits within the
+    iteration there, and the IR between the two passes is already race-free."""
+    kernel = gpu_ir("matmul.ph", "matmul", MATMUL, stop_after="pipeline")
+    loop = the_loop(kernel)
+    (product,) = of(loop.body, ir.Wgmma)
+    assert not product.chained and of(loop.body, ir.WgmmaWait)[0].results  # not scheduled yet
+    execute(kernel, (1, 1, 1), matmul_args(128, 128, 512))
+    for op in kernel.walk():
+        if isinstance(op, ir.SharedAlloc):
+            op.lag = 0
+    schedule_mma_waits(kernel)
+    assert not product.chained
+    (wait,) = of(loop.body, ir.WgmmaWait)
+    assert wait.results and wait.pending == 0
+    assert loop.body.ops[-1].operands[0] is wait.result  # the loop carries a finished product
 
 
 def test_attention_keeps_pv_in_flight_into_the_next_iteration():

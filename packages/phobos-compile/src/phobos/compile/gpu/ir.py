@@ -458,10 +458,14 @@ class Atomic(Op):
 @dataclass(eq=False, kw_only=True)
 class SharedAlloc(Op):
     """A shared-memory buffer (its type says shape, layout and stages); ``offset`` is the
-    byte offset ``passes/allocation.py`` gives it in the CTA's shared memory."""
+    byte offset ``passes/allocation.py`` gives it in the CTA's shared memory.  A loop's
+    ring has a ``lag``: how many iterations after the one that reads a stage the loop
+    leaves it unwritten (``passes/pipeline.py``), so a product reading it may stay in
+    flight that long (``passes/mma_waits.py``)."""
 
     NAME = "smem_alloc"
     offset: int | None = None
+    lag: int | None = None
 
 
 @dataclass(eq=False, kw_only=True)

@@ -24,8 +24,10 @@ next copies.  This pass moves each wait to where the product is first needed:
 * In a block, a wait moves down to just before the first op that uses its result,
   never past an op that writes shared memory or synchronises.
 
-A product whose shared operands the loop writes other than by the copies the
-pipeline rings stays as it is (an overwrite would race with the product in flight).
+A product stays as it is where the loop writes one of its shared operands, unless that
+operand is a ring with a stage to spare (``SharedAlloc.lag``: the pipeline, which runs
+first, refills a stage an iteration after the one that read it, so a product may stay
+in flight that long); anything else would race with the product in flight.
 Each wait's ``pending`` counts the products issued after the one it waits for, so a
 wait never holds up a younger product (``wgmma.wait_group`` completes in order).
 Other kernels keep ``threadIdx.x`` and unpinned coordinates, which the compiler may
@@ -35,7 +37,7 @@ compute again where they are used instead of holding registers.
 from __future__ import annotations
 
 from phobos.compile.gpu import ir
-from phobos.compile.gpu.passes.pipeline import ring_buffers
+from phobos.compile.gpu.passes.carried import carried_products
 
 # Ops a wait may not move past: they write shared memory or order the threads.
 _FENCES = (
@@ -90,21 +92,12 @@ def _top_level_user(block: ir.Block, v: ir.Value) -> int | None:
 def _carry_products(kernel: ir.Kernel, outer: ir.Block, loop: ir.For) -> None:
     body = loop.body
     final = body.ops[-1]
-    assert isinstance(final, ir.Yield)
-    defs = {v: op for op in body.ops for v in op.results}
-    rings = ring_buffers(kernel, loop)
     written = _written_buffers(body)
-    for j, yielded in enumerate(list(final.operands)):
-        wait = defs.get(yielded)
-        if not isinstance(wait, ir.WgmmaWait) or _uses(body, yielded) != [final]:
+    spare = {op.result for op in kernel.walk() if isinstance(op, ir.SharedAlloc) and op.lag}
+    for carried in carried_products(loop):
+        if any(b in written and b not in spare for b in carried.shared_operands()):
             continue
-        if final.operands.count(yielded) != 1:
-            continue
-        product = defs.get(wait.operands[0])
-        if not isinstance(product, ir.Wgmma):
-            continue
-        if any(b in written and b not in rings for b in _shared_operands(product)):
-            continue
+        j, wait, product = carried.yielded, carried.wait, carried.product
         arg = body.args[1 + j]
         result = loop.results[j]
         body.ops.remove(wait)
@@ -138,10 +131,6 @@ def _converted_only_into(body: ir.Block, uses: list[ir.Op], product: ir.Wgmma) -
         return False
     converted = uses[0].result
     return product.operands[2] is converted and _uses(body, converted) == [product]
-
-
-def _shared_operands(product: ir.Wgmma) -> list[ir.Value]:
-    return [v for v in product.operands[:2] if isinstance(v.type, ir.Shared)]
 
 
 def _written_buffers(block: ir.Block) -> set[ir.Value]:

@@ -19,16 +19,17 @@ attention's ``k`` and ``v``, not ``q``) and
 
 ``D = S - 1 - L``: a stage read in iteration ``i`` is free once every thread passed
 the next barrier after the read completed.  A load from shared memory completes at
-once (``L = 0``: the stage read last iteration is refilled); a ``wgmma`` completes at
-the wait that covers it (``passes/mma_waits.py``), which for a product kept in
-flight across the iteration is in the next one (``L = 1``: refilled an iteration
-later).  So ``D`` iterations of copies are in flight behind each one's work, at the
-cost of one wait and one barrier an iteration.  ``S`` is the variant's
-``NUM_STAGES`` when it has one, else as many as the shared-memory budget holds,
-``2 + L`` to ``MAX_STAGES``.  Where the budget holds fewer than ``2 + L`` stages,
-the loop's waits complete every product within the iteration (``L = 0``); where it
-holds fewer than two, the loop is not pipelined.  The ring's own accesses are ordered here; the barrier
-pass leaves them alone inside the loop.
+once (``L = 0``: the stage read last iteration is refilled).  A ``wgmma`` the loop
+could carry in flight to the next iteration (``passes/carried.py``) completes only
+there, so a loop with one reading a ring takes ``L = 1`` (refilled an iteration
+later) and marks its rings so (``SharedAlloc.lag``); ``passes/mma_waits.py``, which
+runs next, keeps a product in flight only over such a ring.  So ``D`` iterations of
+copies are in flight behind each one's work, at the cost of one wait and one barrier
+an iteration.  ``S`` is the variant's ``NUM_STAGES`` when it has one, else as many as
+the shared-memory budget holds, ``2 + L`` to ``MAX_STAGES``.  Where the budget holds
+fewer than ``2 + L`` stages, ``L = 0`` (every product completes within its
+iteration); where it holds fewer than two, the loop is not pipelined.  The ring's own
+accesses are ordered here; the barrier pass leaves them alone inside the loop.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from dataclasses import replace
 from phobos.compile.gpu import ir
 from phobos.compile.gpu.builder import Builder
 from phobos.compile.gpu.layouts import shared_bytes
+from phobos.compile.gpu.passes.carried import carried_products
 
 MAX_STAGES = 4
 NUM_STAGES = "NUM_STAGES"
@@ -54,12 +56,6 @@ def pipeline_copies(kernel: ir.Kernel) -> None:
         for op in list(block.ops):
             if isinstance(op, ir.For):
                 _Pipeliner(kernel, op).run(block)
-
-
-def ring_buffers(kernel: ir.Kernel, loop: ir.For) -> set[ir.Value]:
-    """The buffers this pass makes rings of in ``loop`` (``passes/mma_waits.py`` keeps a
-    product in flight across iterations only where its operands are rings or fixed)."""
-    return {alloc.result for alloc, _, _ in _Pipeliner(kernel, loop).candidates()}
 
 
 def _blocks(block: ir.Block):
@@ -136,44 +132,12 @@ class _Pipeliner:
         budget = per_sm // (self.kernel.min_ctas or 1) - _RESERVED - self.outside_bytes()
         return budget // max(step_bytes, 1)
 
-    def wait_in_each_iteration(self) -> None:
-        """Each wait of the body completes every product (``pending=0``): nothing stays in
-        flight into the next iteration, so its stages are free at the next barrier."""
-        for op in self.body.ops:
-            if isinstance(op, ir.WgmmaWait) and not op.drained:
-                op.pending = 0
-
-    def lag(self, rings: set[ir.Value], head: int) -> int:
-        """``L``: how many iterations after its read a ring's stage is released.  A
-        ``wgmma`` reading a ring is complete at the first wait that leaves no more than
-        ``pending`` younger products in flight; the stage is free after the first head
-        (the barrier at ``head``) past that wait."""
-        ops = self.body.ops
-        lag = 0
-        for g, op in enumerate(ops):
-            if not (isinstance(op, ir.Wgmma) and rings.intersection(op.operands[:2])):
-                continue
-            younger = 0
-            for turn, index, later in self._from(g):
-                if isinstance(later, ir.Wgmma):
-                    younger += 1
-                elif (
-                    isinstance(later, ir.WgmmaWait)
-                    and not later.drained
-                    and younger >= later.pending
-                ):
-                    lag = max(lag, turn - (index < head), 0)
-                    break
-            else:
-                raise AssertionError("a product that reads a ring is never waited for")
-        return lag
-
-    def _from(self, g: int):
-        """The ops after body op ``g``, through the next two iterations: (iteration, index, op)."""
-        ops = self.body.ops
-        for turn in range(3):
-            for index in range(g + 1 if turn == 0 else 0, len(ops)):
-                yield turn, index, ops[index]
+    def lag(self, rings: set[ir.Value]) -> int:
+        """``L``: 1 where a product the loop may carry in flight reads a ring
+        (``passes/carried.py``; ``passes/mma_waits.py``, next, carries it), else 0."""
+        return int(
+            any(rings.intersection(c.shared_operands()) for c in carried_products(self.loop))
+        )
 
     def outside_bytes(self) -> int:
         """Shared memory live beside the ring: the buffers made before the loop."""
@@ -197,12 +161,10 @@ class _Pipeliner:
             assert isinstance(t, ir.Shared)
             step_bytes += shared_bytes(t.layout)
         first = min(self.body.ops.index(copy) for _, copy, _ in found)
-        rings_read = {alloc.result for alloc, _, _ in found}
-        lag = self.lag(rings_read, first)
-        if lag and self.room(step_bytes) < 2 + lag:  # no room for a ring behind the products
-            self.wait_in_each_iteration()
-            lag = self.lag(rings_read, first)
-        if self.room(step_bytes) < 2 + lag:
+        lag = self.lag({alloc.result for alloc, _, _ in found})
+        if self.room(step_bytes) < 2 + lag:  # no room for a stage behind the products
+            lag = 0
+        if self.room(step_bytes) < 2:
             return  # not even two stages: the copies stay where they are
         stages = self.stages(step_bytes, lag)
         ahead_by = stages - 1 - lag  # D: the iterations whose copies are in flight
@@ -218,7 +180,7 @@ class _Pipeliner:
         for alloc, _, _ in found:
             t = alloc.result.type
             assert isinstance(t, ir.Shared)
-            ring = ir.SharedAlloc(span=alloc.span)
+            ring = ir.SharedAlloc(span=alloc.span, lag=lag)
             ring.results = [ir.Value(replace(t, stages=stages), alloc.result.name)]
             before.append(ring)
             rings[alloc.result] = ring.result
