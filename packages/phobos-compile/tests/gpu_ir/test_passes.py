@@ -181,6 +181,17 @@ def test_a_row_kernel_gets_16_lanes_a_thread_up_to_8_warps(block_n, threads, min
     assert (gpu.threads, gpu.min_ctas) == (threads, min_ctas)
 
 
+@pytest.mark.parametrize(("block_n", "threads"), [(1024, 128), (4096, 256), (256, 32)])
+def test_a_loop_that_carries_tiles_gets_one_vector_a_thread_up_to_8_warps(block_n, threads):
+    """Layer norm backward sums its rows one after another: its CTA takes one 16-byte
+    vector of a row a thread (8 f16), where the forward, which carries nothing, takes 16."""
+    values = {"ROWS": 8, "BLOCK_N": block_n}
+    gpu = build_until(lower_text(LAYER_NORM, "layer_norm_backward_dx", **values), "choose_cta")
+    assert gpu.threads == threads
+    forward = lower_text(LAYER_NORM, "layer_norm_forward", BLOCK_N=block_n)
+    assert build_until(forward, "choose_cta").threads == max(32, min(256, block_n // 16))
+
+
 def test_num_threads_fixes_the_cta():
     for threads in (128, 256):
         values = {**MATMUL_TILE, "NUM_THREADS": threads}
@@ -505,7 +516,8 @@ def test_a_loop_that_rewrites_a_buffer_it_read_gets_a_barrier_before_the_rewrite
     """The matmul k-loop stages a and b in rings (``passes/pipeline.py``): each iteration
     refills the stage the last one's product read, so the copies come after the one
     barrier of the iteration, which every warp passes only once its product read it.
-    Each copy is two (``passes/interior.py``): untested inside the tensor, tested at an edge."""
+    Each copy is two
+    (``passes/interior.py``): untested inside the tensor, tested at an edge."""
     gpu = build_text(MATMUL, "matmul", arch="sm_80", **MATMUL_TILE)
     body = loop(gpu).body
     kinds = ("async_wait", "barrier", "copy_async", "async_commit", "smem_load", "mma_sync")
@@ -522,6 +534,21 @@ def test_a_loop_that_rewrites_a_buffer_it_read_gets_a_barrier_before_the_rewrite
         "smem_load",
         "mma_sync",
     ]
+
+
+def test_on_sm_90a_the_k_step_product_is_issued_before_the_next_copies():
+    """The refill's address arithmetic runs while the tensor cores do this k-step; the
+    stage it writes is the one the barrier freed, not the one the product reads."""
+    gpu = build_text(MATMUL, "matmul", arch="sm_90a", **MATMUL_TILE)
+    kinds = ("async_wait", "barrier", "copy_async", "async_commit", "wgmma", "wgmma_wait")
+    sequence = [name for name in names(loop(gpu).body) if name in kinds]
+    assert sequence == ["async_wait", "barrier", "wgmma", *["copy_async"] * 4] + [
+        "async_commit",
+        "wgmma_wait",
+    ]
+    attention = loop(build_text(ATTENTION, "attention_forward", **FORWARD)).body
+    order = [name for name in names(attention) if name in ("barrier", "copy_async", "wgmma")]
+    assert order.index("copy_async") < order.index("wgmma")  # a fresh product: copies first
 
 
 # ---------------------------------------------------------------------------- conversions
