@@ -536,21 +536,6 @@ def test_a_loop_that_rewrites_a_buffer_it_read_gets_a_barrier_before_the_rewrite
     ]
 
 
-def test_on_sm_90a_the_k_step_product_is_issued_before_the_next_copies():
-    """The refill's address arithmetic runs while the tensor cores do this k-step; the
-    stage it writes is the one the barrier freed, not the one the product reads."""
-    gpu = build_text(MATMUL, "matmul", arch="sm_90a", **MATMUL_TILE)
-    kinds = ("async_wait", "barrier", "copy_async", "async_commit", "wgmma", "wgmma_wait")
-    sequence = [name for name in names(loop(gpu).body) if name in kinds]
-    assert sequence == ["async_wait", "barrier", "wgmma", *["copy_async"] * 4] + [
-        "async_commit",
-        "wgmma_wait",
-    ]
-    attention = loop(build_text(ATTENTION, "attention_forward", **FORWARD)).body
-    order = [name for name in names(attention) if name in ("barrier", "copy_async", "wgmma")]
-    assert order.index("copy_async") < order.index("wgmma")  # a fresh product: copies first
-
-
 # ---------------------------------------------------------------------------- conversions
 
 

@@ -13,15 +13,8 @@ attention's ``k`` and ``v``, not ``q``) and
 * at the top of each iteration's first use of a ring, waits until only the newest
   ``D - 1`` groups are in flight (this iteration's has landed), fences them for the
   asynchronous proxy where a ``wgmma`` reads them, passes one barrier (every thread's
-  copies are visible, and every thread is done with the stage it frees);
-* issues iteration ``i + D``'s copies into the stage that barrier freed: where the
-  iteration's first ``wgmma`` adds onto a tile the loop carries (matmul's ``acc``),
-  right after it, so the tensor cores run while the threads compute the copies'
-  addresses (measured on an H200 with the copies first: matmul's 128×256 tile issued
-  1.75× the instructions of Triton's, and the tensor cores waited for them); else
-  right after the barrier.  A product's accumulator is locked while it is in flight,
-  and a fresh one (attention's scores) would be locked through the copies too, so
-  ptxas, short of registers, would wait for it (C7517);
+  copies are visible, and every thread is done with the stage it frees), and then
+  issues iteration ``i + D``'s copies into that freed stage;
 * gives each reader of a ring the stage it reads, a value the loop carries.
 
 ``D = S - 1 - L``: a stage read in iteration ``i`` is free once every thread passed
@@ -146,15 +139,6 @@ class _Pipeliner:
             any(rings.intersection(c.shared_operands()) for c in carried_products(self.loop))
         )
 
-    def accumulates_onto_carried(self, product: ir.Op) -> bool:
-        """``product`` adds onto a tile the loop carries (matmul's ``acc``), so its
-        accumulator's registers are held across the whole iteration anyway."""
-        acc = product.operands[2]
-        convert = self.defs.get(acc)
-        if isinstance(convert, ir.Convert):
-            acc = convert.operands[0]
-        return acc in self.body.args[1:]
-
     def outside_bytes(self) -> int:
         """Shared memory live beside the ring: the buffers made before the loop."""
         total = 0
@@ -234,8 +218,6 @@ class _Pipeliner:
             if fence:
                 b.add(ir.FenceAsync())
             b.add(ir.Barrier())
-        refill = ir.Block()
-        with b.inside(refill):
             count = b.constant(stages, "i32")
             later = b.binary("add", stage, b.constant(ahead_by, "i32"))
             wraps = b.binary("ge", later, count, "bool")
@@ -264,10 +246,6 @@ class _Pipeliner:
                 is_last, b.constant(0, "i32"), b.binary("add", stage, b.constant(1, "i32"))
             )
         yield_op.operands.append(following)
-        issued = [i for i, op in enumerate(rest) if isinstance(op, ir.Wgmma)]
-        onto_carried = issued and self.accumulates_onto_carried(rest[issued[0]])
-        at_refill = issued[0] + 1 if onto_carried else 0
-        rest[at_refill:at_refill] = refill.ops
         self.body.ops = kept + head.ops + rest + tail.ops + [yield_op]
         for old, ring in rings.items():
             ir.replace_uses(self.body, old, ring)
