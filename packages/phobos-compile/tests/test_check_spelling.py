@@ -519,6 +519,51 @@ CASES = [
         items_ph="fn tensor_fn(t: tensor<f32>[N]) -> f32 {\n    return 1.0\n}\n",
         items_py="@ph.func\ndef tensor_fn(t: ph.tensor[ph.f32][N]) -> ph.f32:\n    return 1.0\n\n\n",
     ),
+    # Triton's spellings (check/triton_names.py)
+    Case(
+        "triton program_id",
+        "let p = program_id(1)",
+        "p: ph.let = ph.program_id(1)",
+        "a block's index is `ctx.block.y` (axes 0, 1, 2 are `.x`, `.y`, `.z`)",
+        "a block's index is `ph.ctx.block.y` (axes 0, 1, 2 are `.x`, `.y`, `.z`)",
+    ),
+    Case(
+        "triton num_programs",
+        "let n = num_programs(0)",
+        "n: ph.let = ph.num_programs(0)",
+        "the grid's size is `ctx.grid.x` (axes 0, 1, 2 are `.x`, `.y`, `.z`)",
+        "the grid's size is `ph.ctx.grid.x` (axes 0, 1, 2 are `.x`, `.y`, `.z`)",
+    ),
+    Case(
+        "triton load",
+        "let v = load(x)",
+        "v: ph.let = ph.load(x)",
+        "read a window of the tensor itself: `x[a :+ L]`; lanes past its end are absent, so "
+        "no mask is needed (`fill(t, 0.0)` gives them a value)",
+        "read a window of the tensor itself: `x[a:+L]`; lanes past its end are absent, so "
+        "no mask is needed (`ph.fill(t, 0.0)` gives them a value)",
+    ),
+    Case(
+        "triton store, a statement",
+        "store(x, a)",
+        "ph.store(x, a)",
+        "assign to a window of the tensor: `y[a :+ L] = value`; absent lanes are not stored",
+        "assign to a window of the tensor: `y[a:+L] = value`; absent lanes are not stored",
+    ),
+    Case(
+        "triton argmax, not yet",
+        "let v = argmax(x[0 :+ 16], axis=0)",
+        "v: ph.let = ph.argmax(x[0:+16], axis=0)",
+        "'argmax' is not in the language yet (docs/language.md lists what is)",
+        "'ph.argmax' is not in the language yet (docs/language.md lists what is)",
+    ),
+    Case(
+        "arange from a start",
+        "let r = arange(4, 16)",
+        "r: ph.let = ph.arange(4, 16)",
+        "arange(n) counts 0 to n - 1; from a start, write `a + arange(n)`",
+        "ph.arange(n) counts 0 to n - 1; from a start, write `a + ph.arange(n)`",
+    ),
 ]
 
 
@@ -580,3 +625,16 @@ def test_help_uses_bare_names_when_the_module_imports_them():
     source += "def k(x: tensor[f32][N], h: tensor[f16][N]):\n    h[0:+4] = x[0:+4]\n"
     diagnostic = first_error(translate_source(source, "/work/spelled/k.py").module)
     assert diagnostic.help == "convert it: `f16(x[0:+4])`"
+
+
+def test_a_python_variable_of_the_module_is_named_as_one():
+    """``BLOCK = 64`` beside a kernel is Python the kernel does not see; the error says so
+    and writes the constant the kernel would see."""
+    text = PY_HEADER.replace("@ph.kernel\n", "BLOCK = 64\n\n\n@ph.kernel\n")
+    text += "    x[0:+BLOCK] = x[0:+BLOCK]\n"
+    found = first_error(translate_source(text, "/work/spelled/k.py").module)
+    assert found.message == "undefined name 'BLOCK'"
+    assert found.help == (
+        "'BLOCK' is a Python variable of the module, which a kernel does not see; "
+        "declare it `BLOCK: ph.const = 64`"
+    )

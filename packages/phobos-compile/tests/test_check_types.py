@@ -192,4 +192,4 @@ def test_unknown_function_suggests_a_name():
     assert err.message == "unknown function 'exq'"
     assert err.diagnostics[0].help == "did you mean 'exp'?"
     err = failure("let p = exp(a, a)")
-    assert "takes 1 arguments, got 2" in err.message
+    assert "takes 1 argument, got 2" in err.message

@@ -54,7 +54,11 @@ CASES = [
     ("x[0] = round(x[0])\n", "5:12", "`round` is not a Phobos function", "ties to even"),
     ("v: ph.let = +x[0]\n", "5:17", "unary `+`", None),
     ("v: ph.let = 'text'\n", "5:17", "string", None),
-    ("v: ph.let = x.shape\n", "5:17", "attribute `.shape`", None),
+    ("v: ph.let = x.shape\n", "5:17", "attribute `.shape`", "N in ph.tensor[ph.f32][N]"),
+    ("v: ph.let = x[0:+16].T\n", "5:17", "attribute `.T`", "ph.trans(x[0:+16])"),
+    ("v: ph.let = x[0:+16].to(ph.f16)\n", "5:17", "`x[0:+16].to`", "ph.f16(x[0:+16])"),
+    ("v: ph.let = x[0:+16].sum()\n", "5:17", "`x[0:+16].sum`", "phobos.lang builtin"),
+    ("v: ph.let = ph.zeros((16,), ph.f32)\n", "5:17", "ph.zeros cannot", "ph.zeros[ph.f32]"),
     ("for i, j in range(4):\n    pass\n", "5:9", "one name", None),
     ("for i in x:\n    pass\n", "5:14", "range", "range(a, b, step)"),
     ("while True:\n    pass\nelse:\n    pass\n", "8:9", "loop's else", None),
@@ -125,3 +129,10 @@ def test_definition_errors(source: str, where: str, message: str) -> None:
     err = module_error(source)
     assert str(err.span) == f"{FILE}:{where}"
     assert message in err.message
+
+
+def test_a_triton_constexpr_parameter_points_to_the_tuned_names() -> None:
+    err = module_error("@ph.kernel\ndef k(x: ph.f32, BLOCK: ph.constexpr):\n    pass\n")
+    assert str(err.span) == f"{FILE}:3:25"
+    assert "not a Phobos parameter type" in err.message
+    assert "@ph.autotune(...)" in (err.diagnostics[0].help or "")

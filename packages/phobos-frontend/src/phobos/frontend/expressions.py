@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from phobos.compile.syntax import ast as ph
 from phobos.compile.syntax.lexer import KEYWORDS, RESERVED_NAMES
 from phobos.frontend.aliases import LangAliases
-from phobos.frontend.rejections import rejected
+from phobos.frontend.rejections import attribute_help, rejected
 from phobos.frontend.source import SourceFile
 
 BINARY_OPS: dict[type[ast.operator], str] = {
@@ -158,7 +158,7 @@ class ExpressionTranslator:
             raise self.source.reject(
                 node,
                 f"the attribute `.{node.attr}` has no Phobos meaning",
-                help="Phobos values have no attributes; shapes are the names in the parameter types",
+                help=attribute_help(node.attr, ast.unparse(node.value), self.lang_prefix()),
             )
         return self.lang_value(node, path)
 
@@ -240,7 +240,13 @@ class ExpressionTranslator:
         path = self.aliases.path(func)
         if path is not None:
             if "." in path or path in NOT_CALLABLE:
-                raise self.source.reject(func, f"ph.{path} cannot be called inside a kernel")
+                lang = self.lang_prefix()
+                help = (
+                    f"a tile of zeros is {lang}zeros[{lang}f32][M, N]" if path == "zeros" else None
+                )
+                raise self.source.reject(
+                    func, f"{lang}{path} cannot be called inside a kernel", help=help
+                )
             return path
         if isinstance(func, ast.Name) and func.id in self.functions:
             return func.id
@@ -253,7 +259,14 @@ class ExpressionTranslator:
         )
         if isinstance(func, ast.Name):
             help = PYTHON_BUILTIN_HELP.get(func.id, help)
+        elif isinstance(func, ast.Attribute) and func.attr in ("to", "astype"):  # t.to(ph.f16)
+            help = attribute_help(func.attr, ast.unparse(func.value), self.lang_prefix())
         raise self.source.reject(func, f"`{ast.unparse(func)}` is not a Phobos function", help=help)
+
+    def lang_prefix(self) -> str:
+        """``"ph."`` (the module's alias of ``phobos.lang``), or ``""`` for imported names."""
+        alias = self.aliases.python_alias
+        return f"{alias}." if alias else ""
 
     def keyword(self, node: ast.keyword) -> ph.Keyword:
         if node.arg is None:
@@ -354,10 +367,15 @@ class ExpressionTranslator:
             return ph.TensorType(dtype, dims, span=self.source.span(node))
         if self.aliases.path(node) in SCALAR_TYPES:
             return self.scalar_type(node)
+        lang = self.lang_prefix()
+        help = f"write a scalar type ({lang}f32) or a tensor ({lang}tensor[{lang}f32][N, K])"
+        if ast.unparse(node).endswith("constexpr"):  # Triton's tl.constexpr
+            help = (
+                f"a compile-time value is a name of @{lang}autotune(...), or one given at the "
+                "launch (k[grid](..., BLOCK=64)); remove the parameter and use the name"
+            )
         raise self.source.reject(
-            node,
-            f"`{ast.unparse(node)}` is not a Phobos parameter type",
-            help="write a scalar type (ph.f32) or a tensor (ph.tensor[ph.f32][N, K])",
+            node, f"`{ast.unparse(node)}` is not a Phobos parameter type", help=help
         )
 
     def dimension(self, node: ast.expr) -> ph.Expr:

@@ -79,7 +79,11 @@ class ModuleTranslator:
             self.source.filename, 1, 1, max(len(lines), 1), len(lines[-1]) + 1 if lines else 1
         )
         return ph.Module(
-            tuple(items), end_comments, span=span, python_alias=self.aliases.python_alias
+            tuple(items),
+            end_comments,
+            span=span,
+            python_alias=self.aliases.python_alias,
+            host_constants=host_constants(self.tree),
         )
 
     def item(
@@ -333,6 +337,24 @@ class ModuleTranslator:
             trailing=trailing,
             span=self.source.span(node),
         )
+
+
+def host_constants(tree: ast.Module) -> tuple[tuple[str, str], ...]:
+    """The module's plain ``NAME = number`` lines: Python variables a kernel does not see,
+    named in the undefined-name error (``NAME: ph.const = number`` is what a kernel sees)."""
+    found = []
+    for stmt in tree.body:
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
+            continue
+        target, value = stmt.targets[0], stmt.value
+        number = value.operand if isinstance(value, ast.UnaryOp) else value
+        if (
+            isinstance(target, ast.Name)
+            and isinstance(number, ast.Constant)
+            and type(number.value) in (int, float)
+        ):
+            found.append((target.id, ast.unparse(value)))
+    return tuple(found)
 
 
 def item_start(stmt: ast.stmt) -> Position:

@@ -53,6 +53,20 @@ REJECTED: dict[type[ast.AST], tuple[str, str]] = {
 }
 
 
+def attribute_help(attr: str, value: str, lang: str) -> str:
+    """What to write for ``value.attr``, a tensor or tile attribute (NumPy's, torch's,
+    Triton's); ``lang`` is how the module names ``phobos.lang`` (``"ph."`` or ``""``)."""
+    if attr == "T":
+        return f"transpose a 2-D tile with {lang}trans({value})"
+    if attr in ("to", "astype"):
+        return f"cast with the type's name, as in {lang}f16({value})"
+    if attr in ("dtype", "element_ty"):
+        return "the element type is the one in the parameter's annotation"
+    if attr in ("shape", "numel", "size", "ndim"):
+        return f"shapes are the names in the parameter types (N in {lang}tensor[{lang}f32][N])"
+    return "Phobos values have no attributes; shapes are the names in the parameter types"
+
+
 def rejected(source: SourceFile, node: ast.AST) -> PhobosError:
     """The error for ``node``, a construct that has no Phobos meaning where it stands."""
     what, help = REJECTED.get(type(node), (_describe(node), None))

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from phobos.compile.check.broadcast import broadcast_shapes, is_partial, shape_of, to_shape
 from phobos.compile.check.math_functions import SIGNATURES, lower_clamp, lower_math
-from phobos.compile.check.messages import describe, shown, type_name
+from phobos.compile.check.messages import counted, describe, shown, type_name
 from phobos.compile.check.scope import Scope
 from phobos.compile.check.types import (
     Literal,
@@ -34,11 +34,15 @@ DOT_DTYPES = ("f16", "bf16", "f32")
 Lowering = Callable[["Expressions", ast.Call, Scope], Value]
 
 
-def _args(call: ast.Call, low: int, high: int, keywords: tuple[str, ...] = ()) -> None:
+def _args(
+    call: ast.Call, low: int, high: int, keywords: tuple[str, ...] = (), help: str | None = None
+) -> None:
     count = len(call.args)
     if not low <= count <= high:
         wanted = str(low) if low == high else f"{low} to {high}"
-        raise error(call.span, f"{call.func}() takes {wanted} arguments, got {count}")
+        raise error(
+            call.span, f"{call.func}() takes {counted(wanted, 'argument')}, got {count}", help=help
+        )
     for kw in call.keywords:
         if kw.name not in keywords:
             allowed = ", ".join(f"`{k}=`" for k in keywords) or "none"
@@ -215,7 +219,9 @@ def _trans(lw: Expressions, call: ast.Call, scope: Scope) -> Value:
 
 
 def _arange(lw: Expressions, call: ast.Call, scope: Scope) -> Value:
-    _args(call, 1, 1)
+    sp = lw.ctx.spelling
+    counts = f"{sp.call('arange', 'n')} counts 0 to n - 1"
+    _args(call, 1, 1, help=f"{counts}; from a start, write `a + {sp.call('arange', 'n')}`")
     n = lw.tile_extent(call.args[0], scope)
     return ir.Iota(ir.TileT("index", (n,)), call.span)
 

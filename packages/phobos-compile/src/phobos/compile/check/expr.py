@@ -19,6 +19,7 @@ from phobos.compile.check.context import Context
 from phobos.compile.check.limits import check_extent, check_tile
 from phobos.compile.check.messages import describe, shown
 from phobos.compile.check.scope import Scope
+from phobos.compile.check.triton_names import triton_hint
 from phobos.compile.check.types import (
     Literal,
     Value,
@@ -347,8 +348,12 @@ class ExprLowerer(ABC):
         raise self._unknown_function(expr)
 
     def _unknown_function(self, expr: ast.Call) -> Exception:
-        """Did-you-mean among the builtins and the module's fns, each as the user spells it."""
+        """Triton's spelling of the thing where it is one (``check/triton_names.py``), else
+        did-you-mean among the builtins and the module's fns, each as the user spells it."""
         sp = self.ctx.spelling
+        hint = triton_hint(expr, sp)
+        if hint is not None:
+            return error(expr.span, f"unknown function '{sp.lang(expr.func)}'", help=hint)
         spelled = {name: sp.lang(name) for name in (*BUILTINS, *ATOMICS, *ast.SCALAR_TYPES)}
         spelled.update({name: name for name in self.ctx.functions})
         close = difflib.get_close_matches(expr.func, list(spelled), n=1)

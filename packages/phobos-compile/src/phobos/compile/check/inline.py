@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from phobos.compile.check import scope as names
-from phobos.compile.check.messages import describe, shown
+from phobos.compile.check.messages import counted, describe, shown
 from phobos.compile.check.scope import Binding, Scope
 from phobos.compile.check.spelling import Spelling
 from phobos.compile.check.types import Literal, Value, literal_fits, make_const
@@ -39,7 +39,7 @@ def inline_fn(lw: Statements, fn: ast.Function, call: ast.Call, scope: Scope) ->
     if len(call.args) != len(fn.params):
         raise error(
             call.span,
-            f"fn '{fn.name}' takes {len(fn.params)} arguments, got {len(call.args)}",
+            f"fn '{fn.name}' takes {counted(len(fn.params), 'argument')}, got {len(call.args)}",
         )
     args = [_argument(lw, p, a, scope, fn) for p, a in zip(fn.params, call.args)]
     errors_before = len(ctx.errors)

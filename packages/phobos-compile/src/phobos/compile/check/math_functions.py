@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from phobos.compile.check.broadcast import is_partial
-from phobos.compile.check.messages import describe, shown
+from phobos.compile.check.messages import counted, describe, shown
 from phobos.compile.check.scope import Scope
 from phobos.compile.check.types import Literal, Value, is_numeric, make_const
 from phobos.compile.diagnostics import error
@@ -69,7 +69,9 @@ SIGNATURES: dict[str, Signature] = {
 
 def _arity(call: ast.Call, count: int) -> None:
     if len(call.args) != count:
-        raise error(call.span, f"{call.func}() takes {count} arguments, got {len(call.args)}")
+        raise error(
+            call.span, f"{call.func}() takes {counted(count, 'argument')}, got {len(call.args)}"
+        )
     if call.keywords:
         raise error(
             call.keywords[0].span, f"{call.func}() has no keyword '{call.keywords[0].name}'"

@@ -45,3 +45,8 @@ def shown(type: ir.IRType) -> str:
 
 def type_name(value: Value) -> str:
     return value.describe() if isinstance(value, Literal) else shown(value.type)
+
+
+def counted(count: int | str, noun: str) -> str:
+    """``1 argument``, ``2 arguments``, ``1 to 2 arguments``."""
+    return f"{count} {noun}" if str(count) == "1" else f"{count} {noun}s"

@@ -65,12 +65,17 @@ class Scope:
     def lookup(self, name: str, span: Span, spelling: Spelling) -> Binding:
         found = self.find(name)
         if found is None:
+            host = dict(spelling.host_constants)
             close = difflib.get_close_matches(name, self.visible_names(), n=1)
-            help = (
-                f"did you mean '{close[0]}'?"
-                if close
-                else f"declare it with {spelling.binding_words()} first"
-            )
+            if name in host:
+                help = (
+                    f"'{name}' is a Python variable of the module, which a kernel does not "
+                    f"see; declare it `{spelling.const(name, host[name])}`"
+                )
+            elif close:
+                help = f"did you mean '{close[0]}'?"
+            else:
+                help = f"declare it with {spelling.binding_words()} first"
             raise error(span, f"undefined name '{name}'", help=help)
         if found.kind == POISONED:
             raise PoisonedUse(name)

@@ -18,13 +18,23 @@ PYTHON_OPERATORS = {"&&": "and", "||": "or", "!": "not"}
 
 @dataclass(frozen=True)
 class Spelling:
-    """``python_alias`` is None for Phobos text, else the module's name for ``phobos.lang``."""
+    """``python_alias`` is None for Phobos text, else the module's name for ``phobos.lang``;
+    ``host_constants`` are the Python module's ``NAME = number`` lines (``ast.Module``)."""
 
     python_alias: str | None = None
+    host_constants: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def of(cls, module: ast.Module) -> Spelling:
-        return cls(module.python_alias)
+        return cls(module.python_alias, module.host_constants)
+
+    def const(self, name: str, value: str) -> str:
+        """A module constant: ``const C = 4`` / ``C: ph.const = 4``."""
+        return (
+            f"{name}: {self.lang('const')} = {value}"
+            if self.is_python
+            else f"const {name} = {value}"
+        )
 
     @property
     def is_python(self) -> bool:

@@ -14,6 +14,7 @@ from phobos.compile.check.inline import inline_fn
 from phobos.compile.check.messages import describe, shown, type_name
 from phobos.compile.check.scope import Binding, PoisonedUse, Scope
 from phobos.compile.check.spelling import Spelling
+from phobos.compile.check.triton_names import triton_hint
 from phobos.compile.check.types import Literal, Value, is_int, literal_fits, make_const
 from phobos.compile.diagnostics import PhobosError, error
 from phobos.compile.ir import nodes as ir
@@ -245,6 +246,8 @@ class StmtLowerer(DebugStatements, ExprLowerer):
         if isinstance(call, ast.Call) and call.func in self.ctx.functions:
             self.inline_call(self.ctx.functions[call.func], call, scope)
             return
+        if isinstance(call, ast.Call) and triton_hint(call, self.ctx.spelling) is not None:
+            raise self._unknown_function(call)
         raise error(
             stmt.span,
             "this expression's value is unused",

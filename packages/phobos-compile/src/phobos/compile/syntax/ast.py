@@ -424,14 +424,18 @@ class Module:
 
     ``python_alias`` says which spelling it came in, so that help texts show code the way
     the user writes it: None for Phobos text; for a Python module, the name it binds
-    ``phobos.lang`` to (``"ph"``), or ``""`` when it imports the names themselves.  Like a
-    span, it takes no part in equality.
+    ``phobos.lang`` to (``"ph"``), or ``""`` when it imports the names themselves.
+    ``host_constants`` are the Python module's plain ``NAME = number`` assignments, which
+    a kernel does not see (only ``NAME: ph.const = number`` is a Phobos constant), as
+    (name, value text), for the undefined-name error.  Like a span, neither takes part in
+    equality.
     """
 
     items: tuple[Item, ...]
     end_comments: tuple[str, ...] = _trivia()
     span: Span = _span()
     python_alias: str | None = field(default=None, compare=False)
+    host_constants: tuple[tuple[str, str], ...] = field(default=(), compare=False)
 
     def kernel(self, name: str) -> Kernel:
         for item in self.items:
