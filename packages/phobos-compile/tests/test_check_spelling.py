@@ -551,11 +551,11 @@ CASES = [
         "assign to a window of the tensor: `y[a:+L] = value`; absent lanes are not stored",
     ),
     Case(
-        "triton argmax, not yet",
-        "let v = argmax(x[0 :+ 16], axis=0)",
-        "v: ph.let = ph.argmax(x[0:+16], axis=0)",
-        "'argmax' is not in the language yet (docs/language.md lists what is)",
-        "'ph.argmax' is not in the language yet (docs/language.md lists what is)",
+        "triton cumsum, not yet",
+        "let v = cumsum(x[0 :+ 16], axis=0)",
+        "v: ph.let = ph.cumsum(x[0:+16], axis=0)",
+        "'cumsum' is not in the language yet (docs/language.md lists what is)",
+        "'ph.cumsum' is not in the language yet (docs/language.md lists what is)",
     ),
     Case(
         "arange from a start",

@@ -188,15 +188,17 @@ def test_layer_norm_backward_keeps_its_carried_sums_in_registers():
 
 
 def test_column_sums_combine_in_threads_and_warps_before_shared_memory():
-    """dw and db: each thread adds its rows, shuffles add a warp's, shared memory the warps'."""
+    """dw and db: shuffles add a warp's rows, shared memory the warps'.  The loop carries
+    the sums, so a thread holds one 16-byte vector of the [32, 64] tile (``passes/cta.py``):
+    256 threads, each with 8 columns of one row."""
     compiled = build("layer_norm_backward_dwdb", BLOCK_G=32, BLOCK_N=64)
-    assert compiled.contract.block == (128, 1, 1)
+    assert compiled.contract.block == (256, 1, 1)
     assert_in_registers(compiled)
-    # Per sum: 8 lanes a thread, 2 butterfly steps (threads 8 and 16 apart), 4 warp partials.
+    # Per sum: 8 lanes a thread, 2 butterfly steps (the rows of a warp), 8 warp partials.
     assert count(r"shfl\.sync\.bfly", compiled.ptx) == 2 * 8 * 2
-    # Each sum stages its 4 warps' partials, in a buffer of its own (not every lane of the
+    # Each sum stages its 8 warps' partials, in a buffer of its own (not every lane of the
     # [32, 64] tile), so the second sum's writes need no barrier after the first's reads.
-    assert compiled.contract.static_smem == 2 * 4 * 64 * 4
+    assert compiled.contract.static_smem == 2 * 8 * 64 * 4
     assert count(r"bar\.sync|barrier\.sync", compiled.ptx) <= 4
 
 

@@ -161,6 +161,16 @@ where = _builtin("where", "where(c, a, b)", "Elementwise a where c is true, else
 sum = _builtin("sum", "sum(t, axis=k)", "Sum along an axis; absent lanes count as 0.")
 max = _builtin("max", "max(t, axis=k)", "Largest along an axis; absent lanes count as -inf.")
 min = _builtin("min", "min(t, axis=k)", "Smallest along an axis; absent lanes count as +inf.")
+argmax = _builtin(
+    "argmax",
+    "argmax(t, axis=k)",
+    "Index (i32) of the first largest present lane along an axis: the first NaN if any, -1 if none.",
+)
+argmin = _builtin(
+    "argmin",
+    "argmin(t, axis=k)",
+    "Index (i32) of the first smallest present lane along an axis: the first NaN if any, -1 if none.",
+)
 dot = _builtin("dot", "dot(a, b, acc)", "acc + a @ b on tensor cores; absent lanes count as 0.")
 trans = _builtin("trans", "trans(t)", "The transpose of a 2-D tile.")
 fill = _builtin("fill", "fill(t, v)", "t with its absent lanes set to v.")
@@ -200,7 +210,7 @@ bool = bool_  # ph.bool (bool_ above, so that this module's code sees Python's b
 
 # fmt: off
 __all__ = [
-    "OutsideKernelError", "abs", "arange", "atomic_add", "atomic_cas", "atomic_max", "atomic_xchg",
+    "OutsideKernelError", "abs", "arange", "argmax", "argmin", "atomic_add", "atomic_cas", "atomic_max", "atomic_xchg",
     "bf16", "bool", "ceil", "clamp", "const", "cos", "ctx", "dot", "erf", "exp", "exp2", "expm1",
     "f16", "f32", "f64", "fill", "floor", "fma", "i8", "i16", "i32", "i64", "index", "inf",
     "isfinite", "isinf", "isnan", "let", "log", "log1p", "log2", "max", "maximum", "min",

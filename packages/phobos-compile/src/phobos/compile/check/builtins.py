@@ -1,4 +1,5 @@
-"""The builtin functions: math, selection, reductions, dot, transpose, arange, fill, casts.
+"""The builtin functions: math, selection, reductions (``check/reductions.py``), dot,
+transpose, arange, fill, casts.
 
 ``BUILTINS`` maps each name a program may call to the function that lowers the
 call.  Each checks its arguments' count, kinds and types and says what to write
@@ -10,9 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from phobos.compile.check.arguments import check_args, tile_operand
 from phobos.compile.check.broadcast import broadcast_shapes, is_partial, shape_of, to_shape
 from phobos.compile.check.math_functions import SIGNATURES, lower_clamp, lower_math
-from phobos.compile.check.messages import counted, describe, shown, type_name
+from phobos.compile.check.messages import describe, shown, type_name
+from phobos.compile.check.reductions import REDUCTIONS
 from phobos.compile.check.scope import Scope
 from phobos.compile.check.types import (
     Literal,
@@ -28,41 +31,14 @@ from phobos.compile.syntax import ast
 if TYPE_CHECKING:
     from phobos.compile.check.lowering import Expressions
 
-REDUCTIONS = ("sum", "max", "min")
 DOT_DTYPES = ("f16", "bf16", "f32")
 
 Lowering = Callable[["Expressions", ast.Call, Scope], Value]
 
 
-def _args(
-    call: ast.Call, low: int, high: int, keywords: tuple[str, ...] = (), help: str | None = None
-) -> None:
-    count = len(call.args)
-    if not low <= count <= high:
-        wanted = str(low) if low == high else f"{low} to {high}"
-        raise error(
-            call.span, f"{call.func}() takes {counted(wanted, 'argument')}, got {count}", help=help
-        )
-    for kw in call.keywords:
-        if kw.name not in keywords:
-            allowed = ", ".join(f"`{k}=`" for k in keywords) or "none"
-            raise error(
-                kw.span,
-                f"{call.func}() has no keyword '{kw.name}'",
-                help=f"its keywords: {allowed}",
-            )
-
-
-def _tile(lw: Expressions, expr: ast.Expr, scope: Scope, what: str) -> ir.Expr:
-    got = lw.value(expr, scope)
-    if isinstance(got, Literal) or not isinstance(got.type, ir.TileT):
-        raise error(expr.span, f"{what} needs a tile, got {type_name(got)}")
-    return got
-
-
 def _elementwise_binary(op: str) -> Lowering:
     def lower(lw: Expressions, call: ast.Call, scope: Scope) -> Value:
-        _args(call, 2, 2)
+        check_args(call, 2, 2)
         values = [lw.value(a, scope) for a in call.args]
         a, b = lw.elementwise(list(call.args), values, call.span)
         if not is_numeric(a.type.dtype):
@@ -76,7 +52,7 @@ def _elementwise_binary(op: str) -> Lowering:
 
 
 def _where(lw: Expressions, call: ast.Call, scope: Scope) -> Value:
-    _args(call, 3, 3)
+    check_args(call, 3, 3)
     cond = lw.materialise(lw.value(call.args[0], scope))
     if cond.type.dtype != "bool":
         raise error(
@@ -95,51 +71,8 @@ def _where(lw: Expressions, call: ast.Call, scope: Scope) -> Value:
     return ir.Select(cond, a, b, ir.TileT(a.type.dtype, shape, partial), call.span)
 
 
-def _reduction(lw: Expressions, call: ast.Call, scope: Scope) -> Value:
-    if len(call.args) == 2 and call.func in ("max", "min") and not call.keywords:
-        elementwise = "maximum" if call.func == "max" else "minimum"
-        raise error(
-            call.span,
-            f"{lw.ctx.spelling.call(call.func, 't', 'axis=k')} reduces one tile; "
-            "it does not take two values",
-            help=f"for the elementwise {call.func}imum write "
-            f"`{lw.ctx.spelling.call(elementwise, 'a', 'b')}`",
-        )
-    _args(call, 1, 1, keywords=("axis",))
-    tile = _tile(lw, call.args[0], scope, f"{call.func}()")
-    assert isinstance(tile.type, ir.TileT)
-    rank = len(tile.type.shape)
-    axis_kw = next((k for k in call.keywords if k.name == "axis"), None)
-    if axis_kw is None:
-        if rank != 1:
-            raise error(
-                call.span,
-                f"{call.func}() of a rank-{rank} tile needs an axis",
-                help=f"write `{lw.ctx.spelling.call(call.func, describe(call.args[0]), 'axis=0')}`",
-            )
-        axis = 0
-    else:
-        axis = lw.compile_time_int(axis_kw.value, scope, "the axis")
-        if not -rank <= axis < rank:
-            raise error(
-                axis_kw.span,
-                f"axis {axis} is out of range for a rank-{rank} tile",
-                help=f"use an axis from 0 to {rank - 1}",
-            )
-        axis %= rank
-    if not is_numeric(tile.type.dtype):
-        raise error(call.span, f"{call.func}() needs numbers, got {tile.type.dtype}")
-    shape = tile.type.shape[:axis] + tile.type.shape[axis + 1 :]
-    result: ir.IRType = (
-        ir.TileT(tile.type.dtype, shape, tile.type.partial)
-        if shape
-        else ir.ScalarT(tile.type.dtype)
-    )
-    return ir.Reduce(call.func, tile, axis, result, call.span)
-
-
 def _dot(lw: Expressions, call: ast.Call, scope: Scope) -> Value:
-    _args(call, 2, 3)
+    check_args(call, 2, 3)
     values = [lw.value(a, scope) for a in call.args]
     acc = values[2] if len(values) == 3 else None
     return lower_dot(lw, call, list(call.args), values[:2], acc)
@@ -209,8 +142,8 @@ def lower_dot(
 
 
 def _trans(lw: Expressions, call: ast.Call, scope: Scope) -> Value:
-    _args(call, 1, 1)
-    tile = _tile(lw, call.args[0], scope, "trans()")
+    check_args(call, 1, 1)
+    tile = tile_operand(lw, call.args[0], scope, "trans()")
     assert isinstance(tile.type, ir.TileT)
     if len(tile.type.shape) != 2:
         raise error(call.span, f"trans() needs a 2-D tile, got {shown(tile.type)}")
@@ -221,14 +154,14 @@ def _trans(lw: Expressions, call: ast.Call, scope: Scope) -> Value:
 def _arange(lw: Expressions, call: ast.Call, scope: Scope) -> Value:
     sp = lw.ctx.spelling
     counts = f"{sp.call('arange', 'n')} counts 0 to n - 1"
-    _args(call, 1, 1, help=f"{counts}; from a start, write `a + {sp.call('arange', 'n')}`")
+    check_args(call, 1, 1, help=f"{counts}; from a start, write `a + {sp.call('arange', 'n')}`")
     n = lw.tile_extent(call.args[0], scope)
     return ir.Iota(ir.TileT("index", (n,)), call.span)
 
 
 def _fill(lw: Expressions, call: ast.Call, scope: Scope) -> Value:
-    _args(call, 2, 2)
-    tile = _tile(lw, call.args[0], scope, "fill()")
+    check_args(call, 2, 2)
+    tile = tile_operand(lw, call.args[0], scope, "fill()")
     assert isinstance(tile.type, ir.TileT)
     dtype = tile.type.dtype
     got = lw.value(call.args[1], scope)
@@ -249,7 +182,7 @@ def _fill(lw: Expressions, call: ast.Call, scope: Scope) -> Value:
 
 def lower_cast(lw: Expressions, call: ast.Call, scope: Scope) -> Value:
     """``f16(x)``: a conversion to any scalar type, lane by lane for a tile."""
-    _args(call, 1, 1)
+    check_args(call, 1, 1)
     dtype = call.func
     got = lw.value(call.args[0], scope)
     if isinstance(got, Literal):
@@ -270,7 +203,7 @@ BUILTINS: dict[str, Lowering] = {
     "maximum": _elementwise_binary("max"),
     "minimum": _elementwise_binary("min"),
     "where": _where,
-    **{name: _reduction for name in REDUCTIONS},
+    **REDUCTIONS,
     "dot": _dot,
     "trans": _trans,
     "arange": _arange,

@@ -94,8 +94,6 @@ TRITON_HINTS: dict[str, Hint] = {
     "assume": _remove("Phobos derives what it needs from the launch's arguments"),
     **dict.fromkeys(
         (
-            "argmax",
-            "argmin",
             "cumsum",
             "cumprod",
             "associative_scan",
