@@ -10,6 +10,7 @@ from phobos.launch import (
     LaunchError,
     alignment_of,
     needs_index64,
+    row_alignment_of,
     specialization_of,
 )
 from phobos.launch.arrays import contiguous_strides, read_cai, read_torch
@@ -75,12 +76,23 @@ def test_specialization_of(fakes):
         2.0,
         fakes.cuda_array((8, 4), ptr=0x1008, strides=(32, 8)),
         fakes.tensor((5,), dtype="float16", ptr=0x1002),
+        fakes.cuda_array((8, 5), ptr=0x2000),
     ]
+    facts = {"align": 16, "unit_stride": True, "row_align": 16, "dtype": "f32", "rank": 2}
     assert specialization_of(args) == {
-        0: {"align": 16, "unit_stride": True, "dtype": "f32", "rank": 2},
-        2: {"align": 8, "unit_stride": False, "dtype": "f32", "rank": 2},
-        3: {"align": 2, "unit_stride": True, "dtype": "f16", "rank": 1},
+        0: facts,
+        2: {**facts, "align": 8, "unit_stride": False},
+        3: {**facts, "align": 2, "dtype": "f16", "rank": 1},
+        4: {**facts, "row_align": 4},  # rows of 5 floats: 20 bytes apart
     }
+
+
+def test_row_alignment_of():
+    f16 = [(0, (4, 6), (6, 1), "f16"), (0, (4, 8), (8, 1), "f16"), (0, (1, 6), (6, 1), "f16")]
+    assert [row_alignment_of((*f, None, False, None)) for f in f16] == [4, 16, 16]
+    assert row_alignment_of((0, (3, 2, 8), (24, 8, 1), "f32", None, False, None)) == 16
+    assert row_alignment_of((0, (3, 2, 8), (24, 9, 1), "f32", None, False, None)) == 4
+    assert row_alignment_of((0, (7,), (3,), "f32", None, False, None)) == 16  # no rows
 
 
 def test_specialization_of_a_cpu_tensor_is_an_error(fakes):

@@ -391,3 +391,32 @@ def test_host_arrays_are_checked_without_a_driver(driver, contract, fakes):
     args[2] = fakes.host_array((4,))
     binder.check_read(args, read_arguments(args))
     assert driver.pointer_queries == 0
+
+
+@pytest.mark.parametrize("native", [False, True])
+def test_rows_off_the_assumed_row_alignment_are_refused(scale_contract, driver, fakes, native):
+    """A variant specialised for rows on 16 bytes (TMA copies need them) refuses an array
+    whose row stride breaks it, on every path, and says what to pass."""
+    scale_contract["tensors"][2].update(unit_stride=True, row_align=16)
+    kernel = load_kernel(scale_contract, cubin=b"C", driver=driver)
+    a = fakes.cuda_array((8, 4), typestr="<f2", ptr=BASE)
+    b = fakes.cuda_array((4, 64), typestr="<f2", ptr=BASE + 0x10000)
+    good = fakes.cuda_array((8, 64), ptr=BASE + 0x20000, strides=(4 * 68, 4))
+    bad = fakes.cuda_array((8, 64), ptr=BASE + 0x20000, strides=(4 * 66, 4))
+    one_row = fakes.cuda_array((1, 64), ptr=BASE + 0x20000, strides=(4 * 66, 4))
+    fast = fast_launch(kernel, [a, b, good, 1.0, 3, True], native=native)
+    if fast is None:
+        pytest.skip("no native launch path on this machine")
+    assert fast((1,), [a, b, bad, 1.0, 3, True], None) is None, getattr(fast, "source", "")
+    assert driver.launches == []
+    with pytest.raises(LaunchError) as info:
+        kernel.launch((1,), [a, b, bad, 1.0, 3, True])
+    assert str(info.value) == (
+        "scale: c: strides (66, 1) (elements) put rows off 16 bytes, the row alignment the "
+        "kernel was specialised for; pass .contiguous() with a last extent that keeps rows on "
+        "it, or use a variant compiled for less row alignment"
+    )
+    assert driver.launches == []
+    assert fast((1,), [a, b, good, 1.0, 3, True], None) == 0
+    a_row = fakes.cuda_array((1, 4), typestr="<f2", ptr=BASE)
+    assert fast((1,), [a_row, b, one_row, 1.0, 3, True], None) == 0  # one row: no stride to mind

@@ -41,6 +41,7 @@ from phobos.launch import (
     index64_of,
     load_kernel,
     read_arguments,
+    row_alignment_of,
     shared_driver,
     steady_call,
     unit_stride_of,
@@ -289,7 +290,7 @@ class Dispatcher:
     def specialization(self, arrays: Arrays) -> Specialization:
         """What these arguments allow a variant's code to assume."""
         tensors = {
-            name: TensorSpecialization(alignment_of(f[0]), unit_stride_of(f))
+            name: TensorSpecialization(alignment_of(f[0]), unit_stride_of(f), row_alignment_of(f))
             for name, f in zip(self.definition.tensor_params, arrays)
             if f is not None and name is not None
         }

@@ -8,12 +8,19 @@ an untested copy of a window that leaves the tensor.
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from phobos.compile.gpu import ir
 from phobos.compile.gpu.executor import ExecutionError, execute
 
-from .test_mma_waits import MATMUL, assert_matmul_matches_the_interpreter, gpu_ir, matmul_args
+from .test_mma_waits import (
+    MATMUL,
+    assert_matmul_matches_the_interpreter,
+    gpu_ir,
+    matmul_args,
+    matmul_reference,
+)
 
 
 def copies(kernel: ir.Kernel) -> list[ir.CopyAsync]:
@@ -60,3 +67,29 @@ def test_the_executor_fails_an_untested_copy_at_the_edge():
         split.regions[1].ops[0].checked = False  # the edge's copy loses its tests
     with pytest.raises(ExecutionError, match=r"untested copy_async of 'a' .* reads outside"):
         execute(kernel, (1, 1, 1), matmul_args(100, 128, 64))
+
+
+def strides_tested(kernel: ir.Kernel) -> set[str]:
+    """The tensors whose row stride an interior test reads."""
+    return {op.tensor for op in kernel.walk() if isinstance(op, ir.Stride)}
+
+
+def test_rows_known_on_16_bytes_are_not_tested_at_run_time():
+    """With the specialisation's row alignment (every row on 16 bytes), the window test
+    reads no stride; without it, each copy's test reads its tensor's row stride."""
+    rows = {"a": 16, "b": 16, "c": 16}
+    known = gpu_ir("matmul.ph", "matmul", MATMUL, row_align=rows)
+    assert len(splits(known)) == 6 and strides_tested(known) == set()
+    assert strides_tested(gpu_ir("matmul.ph", "matmul", MATMUL)) == {"a", "b"}
+    args = matmul_args(200, 136, 304)  # rows of 608 bytes: on 16
+    expected = matmul_reference(args, 4)
+    execute(known, (4, 1, 1), args)
+    np.testing.assert_allclose(
+        args[2].astype(np.float32), expected.astype(np.float32), rtol=2e-3, atol=2e-3
+    )
+
+
+def test_the_executor_refuses_arguments_that_break_the_row_alignment():
+    known = gpu_ir("matmul.ph", "matmul", MATMUL, row_align={"a": 16, "b": 16, "c": 16})
+    with pytest.raises(ExecutionError, match=r"a: strides \(600, 2\) \(bytes\) put rows off 16"):
+        execute(known, (4, 1, 1), matmul_args(200, 136, 300))

@@ -44,6 +44,7 @@ class TensorSpec:
     written: bool
     align: int = 1  # the base address is a multiple of this many bytes
     unit_stride: bool = False  # the last axis has stride 1
+    row_align: int = 1  # every other axis's stride is a multiple of this many bytes
 
 
 @dataclass(frozen=True)

@@ -55,8 +55,9 @@ def parse_file(path: str | Path) -> ast.Module:
 def default_specialization(
     module: ast.Module, kernel: str, index_width: int = 32
 ) -> Specialization:
-    """Every tensor 16-byte aligned with unit last stride: the fastest code a launch may use."""
-    facts = TensorSpecialization(align=DEFAULT_ALIGN, unit_stride=True)
+    """Every tensor and its rows 16-byte aligned with unit last stride: the fastest code a
+    launch may use."""
+    facts = TensorSpecialization(align=DEFAULT_ALIGN, unit_stride=True, row_align=DEFAULT_ALIGN)
     tensors = [p.name for p in module.kernel(kernel).params if isinstance(p.type, ast.TensorType)]
     return Specialization.of(index_width, **dict.fromkeys(tensors, facts))
 

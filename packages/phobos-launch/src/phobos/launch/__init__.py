@@ -22,6 +22,7 @@ from phobos.launch.arrays import (
     index64_of,
     needs_index64,
     read_arguments,
+    row_alignment_of,
     specialization_of,
     unit_stride_of,
 )
@@ -46,7 +47,7 @@ __all__ = [
     "CudaDriver", "CudaError", "Driver", "DriverNotFound", "LaunchContract", "LaunchError",
     "LaunchWarning", "LoadedKernel", "SteadyState", "alignment_of", "array_library", "call_grid",
     "current_stream_of", "grid_dims", "host_copy", "host_view", "index64_of", "library_of",
-    "load_kernel", "needs_index64", "read_arguments", "read_contract", "shared_driver",
-    "specialization_of", "steady_call", "unit_stride_of",
+    "load_kernel", "needs_index64", "read_arguments", "read_contract", "row_alignment_of",
+    "shared_driver", "specialization_of", "steady_call", "unit_stride_of",
 ]
 # fmt: on

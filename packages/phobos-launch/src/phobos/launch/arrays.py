@@ -24,7 +24,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from phobos.launch.dtypes import from_torch, from_typestr
+from phobos.launch.dtypes import ITEMSIZE, from_torch, from_typestr
 from phobos.launch.errors import LaunchError
 
 ArrayFields = tuple[int, tuple[int, ...], tuple[int, ...], str, "int | None", bool, "int | None"]
@@ -185,6 +185,17 @@ def unit_stride_of(fields: ArrayFields) -> bool:
     return not shape or shape[-1] <= 1 or strides[-1] == 1
 
 
+def row_alignment_of(fields: ArrayFields) -> int:
+    """The largest power of two up to 16 that divides every row's stride in bytes (the
+    strides of the axes but the last, where the axis has more than one element)."""
+    shape, strides, itemsize = fields[1], fields[2], ITEMSIZE.get(fields[3], 1)
+    align = MAX_ALIGN
+    for n, s in zip(shape[:-1], strides[:-1]):
+        if n > 1:
+            align = min(align, alignment_of(s * itemsize) if s else MAX_ALIGN)
+    return align
+
+
 def index64_of(fields: ArrayFields) -> bool:
     """Whether an extent or an element offset of the array reaches 2^31."""
     shape = fields[1]
@@ -193,10 +204,11 @@ def index64_of(fields: ArrayFields) -> bool:
 
 def specialization_of(args: Sequence[Any]) -> dict[int, dict[str, Any]]:
     """Each GPU array argument's facts, keyed by its position: ``{"align": bytes (a power of
-    two up to 16), "unit_stride": bool, "dtype": str, "rank": int}``.  Scalars are left out."""
+    two up to 16), "unit_stride": bool, "row_align": bytes (a power of two up to 16),
+    "dtype": str, "rank": int}``.  Scalars are left out."""
     return {
-        p: {"align": alignment_of(f[0]), "unit_stride": unit_stride_of(f), "dtype": f[3],
-            "rank": len(f[1])}
+        p: {"align": alignment_of(f[0]), "unit_stride": unit_stride_of(f),
+            "row_align": row_alignment_of(f), "dtype": f[3], "rank": len(f[1])}
         for p, f in _read_gpu(args)
     }  # fmt: skip
 

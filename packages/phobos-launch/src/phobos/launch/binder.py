@@ -47,7 +47,7 @@ class TensorCheck:
     """A tensor parameter with what each launch checks about it, precomputed."""
 
     __slots__ = ("align", "assumed_align", "dims", "dtype", "name", "position", "rank",
-                 "unit_stride", "written")  # fmt: skip
+                 "row_words", "unit_stride", "written")  # fmt: skip
 
     def __init__(self, param: TensorParam, position: int) -> None:
         self.name = param.name
@@ -59,7 +59,14 @@ class TensorCheck:
         self.assumed_align = param.align
         self.align = max(param.align, ITEMSIZE[param.dtype])
         self.unit_stride = param.unit_stride and self.rank > 0
+        # Every stride but the last axis's a multiple of this many elements (1: any).
+        self.row_words = max(1, param.row_align // ITEMSIZE[param.dtype]) if self.rank > 1 else 1
         self.written = param.written
+
+    def rows_off(self, shape: Sequence[int], strides: Sequence[int]) -> bool:
+        """Whether some row (a stride of an axis but the last) is off the assumed alignment."""
+        words = self.row_words
+        return words > 1 and any(s % words for s, n in zip(strides[:-1], shape[:-1]) if n > 1)
 
     def declared(self) -> str:
         return f"tensor<{self.dtype}>[{', '.join(str(d) for d in self.dims)}]"
@@ -233,6 +240,7 @@ class ArgumentBinder:
                 or (ptr % check.align and on != HOST)  # the interpreter minds no alignment
                 or (readonly and check.written)
                 or (check.unit_stride and strides[-1] != 1 and shape[-1] > 1)
+                or (check.rows_off(shape, strides) and on != HOST)
             ):
                 raise LaunchError(self._tensor_problem(check, fields), check.name)
         extents = [arrays[t][1][axis] for t, axis in self.extent_sources]
@@ -358,6 +366,13 @@ class ArgumentBinder:
             return (
                 f"{where} is read-only (its __cuda_array_interface__ says readonly) but the "
                 "kernel writes it; pass a writable array"
+            )
+        if check.rows_off(shape, strides):
+            return (
+                f"{where}: strides {tuple(strides)} (elements) put rows off "
+                f"{check.row_words * ITEMSIZE[check.dtype]} bytes, the row alignment the kernel "
+                "was specialised for; pass .contiguous() with a last extent that keeps rows on "
+                "it, or use a variant compiled for less row alignment"
             )
         return (
             f"{where}: non-contiguous last axis (stride {strides[-1]}, shape {shape}); the "

@@ -44,6 +44,7 @@ class TensorParam:
     written: bool
     align: int
     unit_stride: bool
+    row_align: int = 1  # bytes every stride but the last axis's is a multiple of
 
 
 @dataclass(frozen=True)
@@ -111,6 +112,7 @@ def _build(raw: Mapping[str, Any]) -> LaunchContract:
             written=bool(t["written"]),
             align=int(t.get("align", 1)),
             unit_stride=bool(t.get("unit_stride", False)),
+            row_align=int(t.get("row_align", 1)),
         )
         for t in raw["tensors"]
     )
@@ -165,8 +167,9 @@ def _check(c: LaunchContract) -> None:
     for t in c.tensors:
         if t.dtype not in ITEMSIZE:
             fail(f"tensor {t.name} has unknown dtype {t.dtype!r}")
-        if t.align < 1 or t.align & (t.align - 1):
-            fail(f"tensor {t.name} has align {t.align}, not a power of two")
+        for what, value in (("align", t.align), ("row_align", t.row_align)):
+            if value < 1 or value & (value - 1):
+                fail(f"tensor {t.name} has {what} {value}, not a power of two")
         extents.update(d for d in t.dims if isinstance(d, str))
     for s in c.scalars:
         if s.dtype not in ITEMSIZE:

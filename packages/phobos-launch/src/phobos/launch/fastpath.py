@@ -102,6 +102,8 @@ def compile_fast_launch(table: LaunchTable, name: str) -> FastLaunch:
             checks.append(f"{p} % {entry.align}")
         if entry.unit_stride and entry.needs_strides:
             checks.append(f"({t}[-1] != 1 and {s}[-1] > 1)")
+        for a in range(entry.rank - 1) if entry.row_words > 1 else ():
+            checks.append(f"({t}[{a}] % {entry.row_words} and {s}[{a}] > 1)")
         if entry.span_check:
             span = " + ".join(
                 f"({s}[{a}] - 1 if {s}[{a}] > 1 else 0) * abs({t}[{a}])" for a in range(entry.rank)

@@ -295,13 +295,18 @@ static int read_stream(FastLaunch *self, PyObject *stream, uint64_t *handle) {
     return ok;
 }
 
-/* The checks of a tensor's layout once read: alignment, unit stride, the 32-bit span. */
+/* The checks of a tensor's layout once read: alignment, unit stride, rows, the 32-bit span. */
 static int layout_fits(const TensorEntry *spec, const int64_t *shape, const int64_t *strides,
                        uint64_t ptr, int strides_read) {
     int last = spec->rank - 1;
     if (ptr % (uint64_t)spec->align ||
         (strides_read && spec->unit_stride && strides[last] != 1 && shape[last] > 1)) {
         return 0;
+    }
+    for (int a = 0; spec->row_words > 1 && a < last; a++) {
+        if (shape[a] > 1 && strides[a] % spec->row_words) {
+            return 0;
+        }
     }
     int64_t span = 0, part;
     for (int a = 0; spec->span_check && a < spec->rank; a++) {
@@ -529,7 +534,8 @@ static int table_fits(const LaunchTable *t) {
         const TensorEntry *e = &t->tensors[i];
         if (e->rank < 1 || e->rank > MAX_RANK || e->align < 1 || e->position < 0 ||
             e->position >= t->nargs || e->itemsize < 1 || !e->type || !PyType_Check(e->type) ||
-            !e->dtype || (e->span_check && !e->needs_strides) ||
+            !e->dtype || (e->span_check && !e->needs_strides) || e->row_words < 1 ||
+            (e->row_words > 1 && !e->needs_strides) ||
             (e->unit_stride && !e->needs_strides && !e->check_contiguous) ||
             (e->read != READ_TORCH && e->read != READ_CAI) ||
             (e->read == READ_CAI &&

@@ -65,13 +65,14 @@ def exact_for(slot_type: str) -> Exact:
 class TensorEntry(ctypes.Structure):
     """One tensor: where it is among the arguments, how it is read and what is checked
     (``check_contiguous``: one unit-stride axis, which torch's is_contiguous() settles;
-    ``span_check``: 32-bit indexing, the furthest element offset; ``itemsize``: CAI strides
+    ``span_check``: 32-bit indexing, the furthest element offset; ``row_words``: every stride
+    but the last axis's a multiple of it, in elements (1: any); ``itemsize``: CAI strides
     are in bytes; ``type``: the argument's type, compared by identity)."""
 
     _fields_ = [
         ("position", c_int32), ("rank", c_int32), ("read", c_int32), ("written", c_int32),
         ("unit_stride", c_int32), ("needs_strides", c_int32), ("check_contiguous", c_int32),
-        ("span_check", c_int32), ("align", c_int64), ("itemsize", c_int64),
+        ("span_check", c_int32), ("align", c_int64), ("row_words", c_int64), ("itemsize", c_int64),
         ("type", py_object), ("dtype", py_object),
     ]
 
@@ -154,7 +155,12 @@ def launch_table(
         # 1 or at most one element", so is_contiguous() settles a unit stride.
         entry, one_unit_axis = table.tensors[i], check.rank == 1 and check.unit_stride
         span_check = binder.index32 and check.rank > 0 and not one_unit_axis
-        needs_strides = i in strided or span_check or (check.unit_stride and not one_unit_axis)
+        needs_strides = (
+            i in strided
+            or span_check
+            or (check.unit_stride and not one_unit_axis)
+            or check.row_words > 1
+        )
         check_contiguous = check.unit_stride and not needs_strides
         if reader is read_torch:
             entry.read, entry.dtype = Read.TORCH, torch_dtype(check.dtype)
@@ -170,6 +176,7 @@ def launch_table(
         entry.unit_stride, entry.needs_strides = check.unit_stride, needs_strides
         entry.check_contiguous, entry.span_check = check_contiguous, span_check
         entry.align, entry.itemsize = check.align, ITEMSIZE[check.dtype]
+        entry.row_words = check.row_words
         entry.type = types[check.position]
     slots = contract.slots
     for slot, (source, a, b), kind, offset in zip(

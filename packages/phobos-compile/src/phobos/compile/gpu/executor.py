@@ -271,6 +271,13 @@ class Executor:
                 if expected is not None and array.dtype != expected:
                     raise TypeError(f"{param.name}: {array.dtype}, expected {expected}")
                 self.storage[param.name] = array.view(np.uint16) if param.dtype == "bf16" else array
+                row_align = kernel.row_align.get(param.name, 1)
+                rows = [s for s, n in zip(array.strides[:-1], array.shape[:-1]) if n > 1]
+                if any(s % row_align for s in rows):
+                    raise ExecutionError(
+                        f"{param.name}: strides {array.strides} (bytes) put rows off "
+                        f"{row_align} bytes, which the variant assumes (a launch refuses them)"
+                    )
                 for dim, size in zip(param.dims, array.shape):
                     if isinstance(dim, str):
                         self.extents[dim] = size

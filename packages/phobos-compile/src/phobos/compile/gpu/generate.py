@@ -29,6 +29,7 @@ def generate(kernel: tir.Kernel, spec: Specialization, arch: str) -> GeneratedKe
         index_width=spec.index_width,
         unit_stride={t: spec.tensor(t).unit_stride for t in tensors},
         align={t: spec.tensor(t).align for t in tensors},
+        row_align={t: spec.tensor(t).row_align for t in tensors},
     )
     emitted = emit_kernel(gpu)
     return GeneratedKernel(
@@ -65,6 +66,7 @@ def _contract(kernel: tir.Kernel, gpu: ir.Kernel, spec: Specialization, emitted)
                 written=t.name in written,
                 align=spec.tensor(t.name).align,
                 unit_stride=spec.tensor(t.name).unit_stride,
+                row_align=spec.tensor(t.name).row_align,
             )
             for t in kernel.tensors
         ),

@@ -674,7 +674,8 @@ class Kernel:
 
     ``params`` and ``values`` are the tile IR's; ``index_width`` the contract's;
     ``arch`` the target; ``tensors`` the tensor parameters by name, with what the
-    specialisation assumes (``unit_stride``, ``align``).
+    specialisation assumes (``unit_stride``, ``align``, ``row_align``: bytes the strides of
+    every axis but the last are multiples of).
     """
 
     name: str
@@ -686,6 +687,7 @@ class Kernel:
     index_width: int
     unit_stride: dict[str, bool]
     align: dict[str, int]
+    row_align: dict[str, int] = field(default_factory=dict)
     span: Span = NO_SPAN
     # CTAs an SM must hold: ``__launch_bounds__``' second number; None leaves it to ptxas
     min_ctas: int | None = None

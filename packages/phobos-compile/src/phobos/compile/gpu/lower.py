@@ -57,6 +57,7 @@ def lower_kernel(
     index_width: int,
     unit_stride: dict[str, bool],
     align: dict[str, int],
+    row_align: dict[str, int] | None = None,
 ) -> ir.Kernel:
     """The GPU IR of one tile-IR variant (no layouts, no CTA size yet)."""
     body = ir.Block()
@@ -70,6 +71,7 @@ def lower_kernel(
         index_width=index_width,
         unit_stride=dict(unit_stride),
         align=dict(align),
+        row_align=dict(row_align or {}),
         span=kernel.span,
     )
     _Lowerer(out, Builder(body, hoist=True)).block(kernel.body)

@@ -61,11 +61,17 @@ def build(
     index_width: int = 32,
     unit_stride: dict[str, bool] | None = None,
     align: dict[str, int] | None = None,
+    row_align: dict[str, int] | None = None,
     stop_after: str | None = None,
 ) -> ir.Kernel:
     """The GPU IR of one tile-IR variant, after every pass (or after ``stop_after``'s last)."""
     gk = lower_kernel(
-        kernel, arch=arch, index_width=index_width, unit_stride=unit_stride or {}, align=align or {}
+        kernel,
+        arch=arch,
+        index_width=index_width,
+        unit_stride=unit_stride or {},
+        align=align or {},
+        row_align=row_align or {},
     )
     verify(gk, Stage(), "lowering")
     last = max((i for i, (name, _, _) in enumerate(PASSES) if name == stop_after), default=None)
