@@ -319,10 +319,10 @@ def test_the_header_declares_what_table_py_defines():
     through the header (whose static assertions hold the struct to the ctypes layout)."""
     header = c_header()
     assert (
-        "enum { SOURCE_POINTER = 0, SOURCE_STRIDE = 1, SOURCE_EXTENT = 2, SOURCE_SCALAR = 3 };"
-        in header
+        "enum { SOURCE_POINTER = 0, SOURCE_STRIDE = 1, SOURCE_EXTENT = 2, SOURCE_SCALAR = 3, "
+        "SOURCE_TENSORMAP = 4 };" in header
     )
-    assert "TYPE_BOOL = 0," in header and "TYPE_F64 = 12 };" in header
+    assert "TYPE_BOOL = 0," in header and "TYPE_F64 = 12, TYPE_TMAP = 13 };" in header
     assert "enum { READ_TORCH = 0, READ_CAI = 1 };" in header
     assert f"sizeof(LaunchTable) == {ctypes.sizeof(LaunchTable)}" in header
 

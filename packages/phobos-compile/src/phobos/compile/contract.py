@@ -12,9 +12,12 @@ holds and where the launcher gets it:
 * ``stride``: the stride, in elements, of axis ``axis`` of tensor ``param``.
 * ``extent``: the value of the named extent ``param`` (``N``).
 * ``scalar``: the value of scalar parameter ``param``.
+* ``tensormap``: a TMA descriptor of tensor ``param`` (``CUtensorMap``, 128 bytes) for
+  copies of a ``box`` of (rows, columns), swizzled by the box's row bytes.
 
 ``type`` is the slot's C type as a Phobos dtype: "u64" for pointers, "i32" or
-"i64" (the index width) for strides and extents, the parameter's dtype for scalars.
+"i64" (the index width) for strides and extents, the parameter's dtype for scalars,
+"tmap" for descriptors.
 """
 
 from __future__ import annotations
@@ -27,10 +30,11 @@ FORMAT_VERSION = 1
 
 @dataclass(frozen=True)
 class Slot:
-    kind: str  # "pointer" | "stride" | "extent" | "scalar"
+    kind: str  # "pointer" | "stride" | "extent" | "scalar" | "tensormap"
     type: str
     param: str
     axis: int | None = None
+    box: tuple[int, int] | None = None  # a tensormap's (rows, columns)
 
 
 @dataclass(frozen=True)
@@ -98,7 +102,10 @@ class Contract:
             values=dict(raw["values"]),
             tensors=tuple(TensorSpec(**{**t, "dims": tuple(t["dims"])}) for t in raw["tensors"]),
             scalars=tuple(ScalarSpec(**s) for s in raw["scalars"]),
-            slots=tuple(Slot(**s) for s in raw["slots"]),
+            slots=tuple(
+                Slot(**{**s, "box": tuple(s["box"]) if s.get("box") else None})
+                for s in raw["slots"]
+            ),
             source_file=raw.get("source_file", ""),
             format_version=version,
             params=tuple(raw.get("params", ())),

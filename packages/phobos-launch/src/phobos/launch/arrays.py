@@ -187,8 +187,11 @@ def unit_stride_of(fields: ArrayFields) -> bool:
 
 def row_alignment_of(fields: ArrayFields) -> int:
     """The largest power of two up to 16 that divides every row's stride in bytes (the
-    strides of the axes but the last, where the axis has more than one element)."""
+    strides of the axes but the last, where the axis has more than one element); 1 for an
+    empty array, which no TMA descriptor (what the fact is for) can describe."""
     shape, strides, itemsize = fields[1], fields[2], ITEMSIZE.get(fields[3], 1)
+    if 0 in shape:
+        return 1
     align = MAX_ALIGN
     for n, s in zip(shape[:-1], strides[:-1]):
         if n > 1:

@@ -31,16 +31,18 @@ from phobos.launch.dtypes import ITEMSIZE
 from phobos.launch.errors import CudaError, DriverNotFound, LaunchError
 from phobos.launch.scalars import ScalarError, ScalarReader, fits, scalar_reader
 from phobos.launch.streams import current_stream_of, library_of
+from phobos.launch.tensormaps import Encoder, TensorMaps
 
 
 class Source(IntEnum):
     """Where a slot's value comes from (the first entry of each ``slot_sources`` row): a
-    tensor's data pointer, one of its strides, a named extent, a scalar argument."""
+    tensor's data pointer, one of its strides, a named extent, a scalar argument, a TMA
+    descriptor of a tensor (``tensormaps.py``)."""
 
-    POINTER, STRIDE, EXTENT, SCALAR = range(4)
+    POINTER, STRIDE, EXTENT, SCALAR, TENSORMAP = range(5)
 
 
-POINTER, STRIDE, EXTENT, SCALAR = Source
+POINTER, STRIDE, EXTENT, SCALAR, TENSORMAP = Source
 
 
 class TensorCheck:
@@ -97,7 +99,10 @@ class ArgumentBinder:
     """Checks arguments against one contract and gathers its slot values."""
 
     def __init__(
-        self, contract: LaunchContract, pointer_device: Callable[[int], int] | None
+        self,
+        contract: LaunchContract,
+        pointer_device: Callable[[int], int] | None,
+        encode_tensor_map: Encoder | None = None,
     ) -> None:
         self.contract = contract
         self.kernel = contract.kernel
@@ -128,8 +133,18 @@ class ArgumentBinder:
                     self.extent_sources.append((t_index, axis))
 
         self.slot_sources: list[tuple[Source, int, int]] = []
+        self.tensor_maps: list[TensorMaps] = []
         for slot in contract.slots:
-            if slot.kind == "pointer":
+            if slot.kind == "tensormap":
+                assert slot.box is not None and encode_tensor_map is not None
+                t = tensor_index[slot.param]
+                self.slot_sources.append((TENSORMAP, t, len(self.tensor_maps)))
+                self.tensor_maps.append(
+                    TensorMaps(
+                        self.kernel, slot.param, self.tensors[t].dtype, slot.box, encode_tensor_map
+                    )
+                )
+            elif slot.kind == "pointer":
                 self.slot_sources.append((POINTER, tensor_index[slot.param], 0))
             elif slot.kind == "stride":
                 self.slot_sources.append((STRIDE, tensor_index[slot.param], slot.axis or 0))
@@ -158,8 +173,9 @@ class ArgumentBinder:
         )
 
     def strided_tensors(self) -> set[int]:
-        """The tensors (by index in ``tensors``) whose strides some slot passes to the kernel."""
-        return {a for kind, a, _ in self.slot_sources if kind == STRIDE}
+        """The tensors (by index in ``tensors``) whose strides some slot passes to the kernel
+        (a stride itself or a TMA descriptor)."""
+        return {a for kind, a, _ in self.slot_sources if kind in (STRIDE, TENSORMAP)}
 
     def plan(self, args: Sequence[Any]) -> Plan:
         """The plan for the call signature of ``args`` (made on first sight); checks the count."""
@@ -202,6 +218,9 @@ class ArgumentBinder:
                 values.append(read[a][2][b])
             elif kind == EXTENT:
                 values.append(extents[a])
+            elif kind == TENSORMAP:
+                ptr, shape, strides = read[a][:3]
+                values.append(self.tensor_maps[b](ptr, shape, strides))
             else:
                 values.append(self.read_scalar(a, args[a]))
         return device, extents, values, producers

@@ -17,11 +17,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from phobos.launch.dtypes import ITEMSIZE
+from phobos.launch.dtypes import ITEMSIZE, SLOT_ITEMSIZE, TENSOR_MAP
 from phobos.launch.errors import ContractError
+from phobos.launch.tensormaps import DATA_TYPE, SWIZZLE
 
 FORMAT_VERSION = 1
-SLOT_KINDS = ("pointer", "stride", "extent", "scalar")
+SLOT_KINDS = ("pointer", "stride", "extent", "scalar", "tensormap")
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,7 @@ class Slot:
     type: str
     param: str
     axis: int | None = None
+    box: tuple[int, int] | None = None  # a tensormap's (rows, columns)
 
 
 @dataclass(frozen=True)
@@ -118,7 +120,13 @@ def _build(raw: Mapping[str, Any]) -> LaunchContract:
     )
     scalars = tuple(ScalarParam(name=s["name"], dtype=s["dtype"]) for s in raw["scalars"])
     slots = tuple(
-        Slot(kind=s["kind"], type=s["type"], param=s["param"], axis=s.get("axis"))
+        Slot(
+            kind=s["kind"],
+            type=s["type"],
+            param=s["param"],
+            axis=s.get("axis"),
+            box=tuple(int(b) for b in s["box"]) if s.get("box") is not None else None,  # type: ignore[arg-type]
+        )
         for s in raw["slots"]
     )
     block = tuple(int(b) for b in raw["block"])
@@ -178,16 +186,27 @@ def _check(c: LaunchContract) -> None:
         where = f"slot {i} ({slot.kind} {slot.param})"
         if slot.kind not in SLOT_KINDS:
             fail(f"{where}: kind must be one of {', '.join(SLOT_KINDS)}")
-        if slot.type not in ITEMSIZE:
+        if slot.type not in SLOT_ITEMSIZE:
             fail(f"{where}: unknown type {slot.type!r}")
+        if (slot.kind == "tensormap") != (slot.type == TENSOR_MAP):
+            fail(f"{where}: a tensormap slot, and only one, has type {TENSOR_MAP}")
         if slot.kind == "extent" and slot.param not in extents:
             fail(f"{where}: no tensor has an extent named {slot.param}")
         if slot.kind == "scalar" and c.scalar(slot.param) is None:
             fail(f"{where}: no scalar parameter named {slot.param}")
-        if slot.kind in ("pointer", "stride"):
+        if slot.kind in ("pointer", "stride", "tensormap"):
             tensor = c.tensor(slot.param)
             if tensor is None:
                 fail(f"{where}: no tensor parameter named {slot.param}")
+            elif slot.kind == "tensormap" and not (
+                len(tensor.dims) == 2
+                and slot.box is not None
+                and len(slot.box) == 2
+                and all(1 <= b <= 256 for b in slot.box)
+                and tensor.dtype in DATA_TYPE
+                and slot.box[1] * ITEMSIZE[tensor.dtype] in SWIZZLE
+            ):
+                fail(f"{where}: box {slot.box} is no TMA box of a 2-D 16-bit tensor")
             elif slot.kind == "stride" and not (
                 isinstance(slot.axis, int) and 0 <= slot.axis < len(tensor.dims)
             ):

@@ -88,6 +88,19 @@ class Driver(Protocol):
 
     def synchronize(self) -> None: ...
 
+    def encode_tensor_map(
+        self,
+        data_type: int,
+        pointer: int,
+        dims: tuple[int, ...],
+        strides: tuple[int, ...],
+        box: tuple[int, ...],
+        swizzle: int,
+    ) -> bytes:
+        """``cuTensorMapEncodeTiled``: a TMA descriptor (128 bytes) of the tensor at ``pointer``
+        (``dims`` innermost first, ``strides`` in bytes of the outer axes) for ``box``."""
+        ...
+
 
 _SIGNATURES = {
     "cuInit": (c_uint,),
@@ -123,7 +136,26 @@ _SIGNATURES = {
     "cuMemAlloc_v2": (POINTER(c_uint64), c_size_t),
     "cuMemFree_v2": (c_uint64,),
     "cuMemsetD8Async": (c_uint64, c_ubyte, c_size_t, c_void_p),
+    # TMA descriptors: out, data type, rank, address, dims, strides, box, element strides,
+    # interleave, swizzle, L2 promotion, out-of-bounds fill.
+    "cuTensorMapEncodeTiled": (
+        c_void_p,
+        c_int,
+        c_uint,
+        c_void_p,
+        POINTER(c_uint64),
+        POINTER(c_uint64),
+        POINTER(c_uint),
+        POINTER(c_uint),
+        c_int,
+        c_int,
+        c_int,
+        c_int,
+    ),
 }
+_SINCE_CUDA_12 = ("cuTensorMapEncodeTiled",)
+TENSOR_MAP_BYTES = 128
+_L2_PROMOTION_256B = 3  # CU_TENSOR_MAP_L2_PROMOTION_L2_256B
 _ELAPSED = ("cuEventElapsedTime_v2", "cuEventElapsedTime")  # the first this driver has
 
 
@@ -141,6 +173,8 @@ class CudaDriver:
         elapsed = next(name for name in _ELAPSED if hasattr(lib, name))
         signatures = {**_SIGNATURES, elapsed: (POINTER(c_float), c_void_p, c_void_p)}
         for name, argtypes in signatures.items():
+            if name in _SINCE_CUDA_12 and not hasattr(lib, name):
+                continue  # an older driver: no TMA descriptors (and no sm_90 code to use them)
             fn = getattr(lib, name)
             fn.argtypes = argtypes
             fn.restype = c_int
@@ -279,6 +313,41 @@ class CudaDriver:
 
     def synchronize_stream(self, stream: int) -> None:
         self._call("cuStreamSynchronize", stream or None)
+
+    def encode_tensor_map(
+        self,
+        data_type: int,
+        pointer: int,
+        dims: tuple[int, ...],
+        strides: tuple[int, ...],
+        box: tuple[int, ...],
+        swizzle: int,
+    ) -> bytes:
+        if "cuTensorMapEncodeTiled" not in self._fn:
+            raise CudaError(
+                "cuTensorMapEncodeTiled",
+                None,
+                "CUDA_ERROR_NOT_SUPPORTED",
+                "this NVIDIA driver makes no TMA descriptors (CUDA 12 and later do): update it",
+            )
+        rank = len(dims)
+        out = (c_ubyte * TENSOR_MAP_BYTES)()
+        self._call(
+            "cuTensorMapEncodeTiled",
+            out,
+            data_type,
+            rank,
+            c_void_p(pointer),
+            (c_uint64 * rank)(*dims),
+            (c_uint64 * max(1, rank - 1))(*strides),
+            (c_uint * rank)(*box),
+            (c_uint * rank)(*([1] * rank)),
+            0,  # no interleave
+            swizzle,
+            _L2_PROMOTION_256B,
+            0,  # elements outside the tensor are zeros
+        )
+        return bytes(out)
 
     def allocate(self, nbytes: int) -> int:
         return self._get(c_uint64, "cuMemAlloc_v2", nbytes)

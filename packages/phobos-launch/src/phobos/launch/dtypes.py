@@ -41,6 +41,12 @@ STRUCT_CODE: dict[str, str] = {
     "f64": "d",
 }
 
+# A slot's type is an element type or "tmap", a TMA descriptor (CUtensorMap: 128 opaque bytes
+# on 64, which the driver's parameter layout sees to).
+TENSOR_MAP = "tmap"
+SLOT_ITEMSIZE: dict[str, int] = {**ITEMSIZE, TENSOR_MAP: 128}
+SLOT_STRUCT_CODE: dict[str, str] = {**STRUCT_CODE, TENSOR_MAP: "128s"}
+
 _TYPESTR_KINDS = {"b": "bool", "i": "i", "u": "u", "f": "f"}
 
 

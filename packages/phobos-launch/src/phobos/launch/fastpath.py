@@ -131,6 +131,9 @@ def compile_fast_launch(table: LaunchTable, name: str) -> FastLaunch:
             values.append(f"t{a}[{slot.b}]")
         elif slot.source == Source.EXTENT:
             values.append(f"e{a}")
+        elif slot.source == Source.TENSORMAP:  # the descriptor, made once per array layout
+            namespace[f"M{slot.b}"] = slot.reader
+            values.append(f"M{slot.b}(p{a}, s{a}, t{a})")
         else:
             namespace[f"R{a}"] = slot.reader
             exact = _EXACT.get(Exact(slot.exact))

@@ -99,7 +99,7 @@ class LoadedKernel:
         self._ptx = ptx
         self._pinned = device
         self._driver = driver
-        self._binder = ArgumentBinder(contract, self._pointer_device)
+        self._binder = ArgumentBinder(contract, self._pointer_device, self._encode_tensor_map)
         self._slot_types = tuple(slot.type for slot in contract.slots)
         self._cta = contract.block
         self._dynamic_smem = contract.dynamic_smem
@@ -301,6 +301,9 @@ class LoadedKernel:
 
     def _pointer_device(self, pointer: int) -> int:
         return self.driver.pointer_device(pointer)
+
+    def _encode_tensor_map(self, *descriptor: Any) -> bytes:
+        return self.driver.encode_tensor_map(*descriptor)
 
     def _load(self, device: int) -> _OnDevice:
         driver = self.driver

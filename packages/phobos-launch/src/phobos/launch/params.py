@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
-from phobos.launch.dtypes import ITEMSIZE, STRUCT_CODE
+from phobos.launch.dtypes import SLOT_ITEMSIZE, SLOT_STRUCT_CODE
 
 # CUlaunchConfig (cuda.h): gridDim x/y/z, blockDim x/y/z, sharedMemBytes (uint32 each), 4 bytes
 # of padding, hStream, then attrs (NULL) and numAttrs (0) with padding: 56 bytes, packed as zeros.
@@ -43,9 +43,9 @@ class LaunchBlock:
         layout = ""
         size = 0
         for dtype in self.slot_types:
-            width = ITEMSIZE[dtype]
+            width = SLOT_ITEMSIZE[dtype]
             padding = -size % width
-            layout += "x" * padding + STRUCT_CODE[dtype]
+            layout += "x" * padding + SLOT_STRUCT_CODE[dtype]
             size += padding
             offsets.append(size)
             size += width

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from phobos.launch.arrays import has_cai, is_torch_tensor
-from phobos.launch.dtypes import STRUCT_CODE
+from phobos.launch.dtypes import SLOT_STRUCT_CODE
 
 ScalarReader = Callable[[Any], Any]
 
@@ -94,7 +94,7 @@ def bf16_bits(value: float) -> int:
 def fits(dtype: str, value: Any) -> bool:
     """Whether ``value`` (already read) can be packed into a ``dtype`` slot."""
     try:
-        struct.pack("<" + STRUCT_CODE[dtype], value)
+        struct.pack("<" + SLOT_STRUCT_CODE[dtype], value)
     except (struct.error, OverflowError):
         return False
     return True

@@ -23,7 +23,7 @@ from typing import Any
 from phobos.launch.arrays import INDEX32_LIMIT, read_cai, read_torch
 from phobos.launch.binder import ArgumentBinder, Plan, Source
 from phobos.launch.driver import POINTER_ATTR_DEVICE_ORDINAL, Driver
-from phobos.launch.dtypes import ITEMSIZE, torch_dtype
+from phobos.launch.dtypes import ITEMSIZE, SLOT_ITEMSIZE, torch_dtype
 from phobos.launch.errors import CudaError
 from phobos.launch.grid import MAX_GRID
 from phobos.launch.params import (
@@ -39,7 +39,7 @@ from phobos.launch.streams import LEGACY_DEFAULT_STREAM, stream_handle
 FastLaunch = Callable[[Any, Sequence[Any], Any], "int | None"]  # try_launch(grid, args, stream)
 
 MAX_TENSORS, MAX_RANK, MAX_SLOTS, MAX_EXTENTS, MAX_CHECKS = 64, 8, 256, 64, 256
-SLOT_TYPES = tuple(ITEMSIZE)  # the slot types, numbered as the C enum TYPE_* numbers them
+SLOT_TYPES = tuple(SLOT_ITEMSIZE)  # the slot types, numbered as the C enum TYPE_* numbers them
 
 
 class Read(IntEnum):
@@ -186,6 +186,8 @@ def launch_table(
         slot.type, slot.exact = SLOT_TYPES.index(kind.type), exact_for(kind.type)
         if source == Source.SCALAR:
             slot.reader = partial(binder.read_scalar, a)
+        elif source == Source.TENSORMAP:
+            slot.reader = binder.tensor_maps[b]
     for entries, rows in (
         (table.extent_sources, [(t, axis, 0) for t, axis in binder.extent_sources]),
         (table.extent_checks, binder.extent_checks),

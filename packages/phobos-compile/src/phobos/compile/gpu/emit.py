@@ -843,6 +843,42 @@ class _Printer:
         if holder:
             self.close()
 
+    def _MbarrierAlloc(self, op: ir.MbarrierAlloc) -> None:
+        self.line(
+            f"[[maybe_unused]] unsigned long long* const {self.name(op.result)} = "
+            f"reinterpret_cast<unsigned long long*>({SMEM} + {op.offset});"
+        )
+
+    def _MbarrierInit(self, op: ir.MbarrierInit) -> None:
+        bars = op.operands[0]
+        assert isinstance(bars.type, ir.Mbarriers)
+        count = bars.type.count
+        self.line(
+            f"if (tid == 0) phobos::mbarrier_init({self.name(bars)}, {count}, {op.arrivals});"
+        )
+
+    def _CopyTma(self, op: ir.CopyTma) -> None:
+        buffer, bars, row, col, stage = (self.name(v) for v in op.operands)
+        t = op.operands[0].type
+        assert isinstance(t, ir.Shared)
+        layout = t.layout
+        step = -(-layout.size_bytes // layout.alignment) * layout.alignment
+        rows, columns = op.box
+        tensor_map = self.signature.tensor_map(op.tensor, op.box)
+        self.open("if (tid == 0)")
+        self.line(f"phobos::mbarrier_arrive_expect({bars} + ({stage}), {layout.size_bytes});")
+        for atom in range(layout.cols // columns):
+            target = f"{buffer} + ({stage}) * {step} + {atom * rows * layout.width}"
+            self.line(
+                f"phobos::tma_load_2d({target}, &{tensor_map}, {col} + {atom * columns}, {row}, "
+                f"{bars} + ({stage}));"
+            )
+        self.close()
+
+    def _MbarrierWait(self, op: ir.MbarrierWait) -> None:
+        bars, stage, phase = (self.name(v) for v in op.operands)
+        self.line(f"phobos::mbarrier_wait({bars} + ({stage}), {phase});")
+
     def _AsyncCommit(self, op) -> None:
         self.line("phobos::copy_async_commit();")
 

@@ -15,8 +15,10 @@ forgive:
 * between a write by one thread and a read or write of the same byte by another,
   a ``Barrier`` (each barrier starts an *epoch*; a conflict inside one epoch is a
   race);
-* a ``cp.async`` lands only when an ``AsyncWait`` lets it: reading or overwriting
-  its bytes before then is an error;
+* a ``cp.async`` lands only when an ``AsyncWait`` lets it, a TMA copy only when an
+  ``MbarrierWait`` sees its stage's phase complete (every arrival the mbarrier was
+  made for, every byte they owe): reading or overwriting its bytes before then is an
+  error, and a wait for a phase that cannot complete is a deadlock;
 * what ``wgmma`` reads was fenced (``FenceAsync``) by its writer and written
   before the last barrier, and is not overwritten while the product is in flight;
 * products complete in issue order, only at a ``WgmmaWait`` whose ``pending``
@@ -247,6 +249,28 @@ class _SharedMemory:
     def fence(self, threads: np.ndarray) -> None:
         mine = np.isin(self.writer, threads)
         self.fenced |= mine
+
+
+@dataclass
+class _Phase:
+    """The open phase of one mbarrier: its arrivals so far and the copies they owe."""
+
+    arrivals: int = 0
+    copies: list[_Copy] = field(default_factory=list)
+
+
+@dataclass
+class _Mbarriers:
+    """A ring's mbarriers: each one's arrivals a phase, phases completed, open phase."""
+
+    count: int
+    arrivals: int = 0  # 0: not initialised
+    completed: list[int] = field(default_factory=list)
+    open: list[_Phase] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.completed = [0] * self.count
+        self.open = [_Phase() for _ in range(self.count)]
 
 
 class _Return(Exception):
@@ -778,6 +802,63 @@ class Executor:
                     "cp.async",
                 )
         return None
+
+    def _MbarrierAlloc(self, op: ir.MbarrierAlloc, args, env):
+        t = op.result.type
+        assert isinstance(t, ir.Mbarriers)
+        return _Mbarriers(t.count)
+
+    def _MbarrierInit(self, op: ir.MbarrierInit, args, env):
+        args[0].arrivals = op.arrivals
+
+    def _barrier_of(self, bars: _Mbarriers, stage: int, what: str) -> _Phase:
+        if not bars.arrivals:
+            raise ExecutionError(f"{what} uses an mbarrier before it is initialised")
+        if not 0 <= stage < bars.count:
+            raise ExecutionError(f"{what}: stage {stage} of {bars.count} mbarriers")
+        return bars.open[stage]
+
+    def _CopyTma(self, op: ir.CopyTma, args, env):
+        buffer, bars = args[0], args[1]
+        starts, stage = args[2:-1], int(args[-1])
+        phase = self._barrier_of(bars, stage, f"copy_tma of {op.tensor!r} at {op.span}")
+        rows, cols = np.indices(op.lengths).reshape(2, -1)
+        coords = np.stack([rows, cols], axis=-1)
+        indices, inside = self._window(op, starts, op.lengths, coords)
+        dtype = self.kernel.tensors[op.tensor].dtype
+        values = np.zeros(inside.shape, _np(dtype))
+        values[inside] = self._tensor_read(op.tensor, tuple(i[inside] for i in indices))
+        offsets = self._element_bytes(buffer, rows, cols, stage).reshape(-1)
+        self.smem._check_write(np.zeros(offsets.size, np.int64), offsets, "copy_tma")
+        self.smem.pending[offsets] = True
+        phase.arrivals += 1
+        if phase.arrivals > bars.arrivals:
+            raise ExecutionError(
+                f"copy_tma of {op.tensor!r} at {op.span} arrives on stage {stage} once more than "
+                f"the {bars.arrivals} its mbarrier was made for"
+            )
+        phase.copies.append(_Copy(offsets, _to_bytes(values, dtype).reshape(-1)))
+
+    def _MbarrierWait(self, op: ir.MbarrierWait, args, env):
+        bars, stage, parity = args[0], int(args[1]), int(args[2])
+        what = f"mbarrier_wait at {op.span}"
+        phase = self._barrier_of(bars, stage, what)
+        if bars.completed[stage] % 2 != parity:
+            return  # the phase of that parity is the last one completed
+        if phase.arrivals < bars.arrivals:
+            raise ExecutionError(
+                f"{what} waits for phase {bars.completed[stage]} of stage {stage}, which has "
+                f"{phase.arrivals} of its {bars.arrivals} arrivals: a deadlock"
+            )
+        smem = self.smem
+        for c in phase.copies:
+            smem.pending[c.offsets] = False
+            smem.data[c.offsets] = c.data
+            smem.writer[c.offsets] = -1  # the async proxy: visible to whoever waited
+            smem.write_epoch[c.offsets] = -1
+            smem.fenced[c.offsets] = True
+        bars.completed[stage] += 1
+        bars.open[stage] = _Phase()
 
     def _AsyncCommit(self, op, args, env):
         self.smem.commit()

@@ -87,7 +87,18 @@ class Token:
         return "token"
 
 
-Type = Union[Uniform, Tile, Shared, Token]
+@dataclass(frozen=True)
+class Mbarriers:
+    """``count`` mbarriers in shared memory, one a stage of a ring: each counts its phase's
+    arrivals and the bytes asynchronous copies (TMA) still owe it."""
+
+    count: int
+
+    def __str__(self) -> str:
+        return f"mbarrier x{self.count}"
+
+
+Type = Union[Uniform, Tile, Shared, Token, Mbarriers]
 
 _ids = itertools.count()
 
@@ -109,7 +120,7 @@ class Value:
 
     @property
     def dtype(self) -> str:
-        assert not isinstance(self.type, Token)
+        assert not isinstance(self.type, (Token, Mbarriers))
         return self.type.dtype
 
     @property
@@ -505,6 +516,46 @@ class CopyAsync(Op):
     layout: Layout
     checked: bool = True
     aligned: bool = False
+
+
+@dataclass(eq=False, kw_only=True)
+class CopyTma(Op):
+    """A window of ``tensor`` into a buffer by the tensor memory accelerator: one thread
+    arrives on the stage's mbarrier, owing it the window's bytes, and issues one copy of
+    a ``box`` (rows, columns) per swizzle atom of the buffer's layout; bytes outside the
+    tensor arrive as zeros.  Operands: buffer, mbarriers, starts..., stage.  The launch
+    passes a descriptor of the tensor for the box (``signature.py``)."""
+
+    NAME = "copy_tma"
+    tensor: str
+    lengths: tuple[int, ...]
+    box: tuple[int, int]
+
+
+@dataclass(eq=False, kw_only=True)
+class MbarrierAlloc(Op):
+    """The mbarriers of a ring (its result's type says how many); ``offset`` as for buffers."""
+
+    NAME = "mbarrier_alloc"
+    offset: int | None = None
+
+
+@dataclass(eq=False, kw_only=True)
+class MbarrierInit(Op):
+    """One thread readies every mbarrier for ``arrivals`` arrivals a phase (operand: the
+    mbarriers); a barrier must follow before another thread uses them."""
+
+    NAME = "mbarrier_init"
+    arrivals: int = 1
+
+
+@dataclass(eq=False, kw_only=True)
+class MbarrierWait(Op):
+    """Every thread waits until the phase of parity ``phase`` of the stage's mbarrier has
+    completed: what the copies it counted wrote is then visible (operands: mbarriers,
+    stage, phase)."""
+
+    NAME = "mbarrier_wait"
 
 
 @dataclass(eq=False, kw_only=True)

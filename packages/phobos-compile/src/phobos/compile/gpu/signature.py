@@ -2,7 +2,9 @@
 
 Slot order is C-parameter order: the kernel's parameters in declaration order (a
 tensor gives its pointer, then the stride of each axis the specialisation does
-not fix), then the named extents in order of first appearance.  Strides and
+not fix), then the named extents in order of first appearance, then a TMA
+descriptor for each tensor and box the kernel's TMA copies use (``__grid_constant__``,
+so the copies read it where the launch put it).  Strides and
 extents have the index type; a scalar keeps its dtype.  C names are made from the
 parameter's position, never its spelling, so any identifier the language accepts
 is a valid kernel.
@@ -28,6 +30,7 @@ class Signature:
     strides: dict[tuple[str, int], str]
     extents: dict[str, str]
     scalars: dict[str, str]
+    tensor_maps: dict[tuple[str, tuple[int, int]], str]
 
     def pointer(self, tensor: str) -> str:
         return self.pointers[tensor]
@@ -44,6 +47,9 @@ class Signature:
 
     def scalar(self, name: str) -> str:
         return self.scalars[name]
+
+    def tensor_map(self, tensor: str, box: tuple[int, int]) -> str:
+        return self.tensor_maps[(tensor, box)]
 
 
 def build_signature(kernel: ir.Kernel) -> Signature:
@@ -83,4 +89,14 @@ def build_signature(kernel: ir.Kernel) -> Signature:
         extents[extent] = name
         declarations.append(f"{ctype(index)} {name}")
         slots.append(Slot("extent", index, extent))
-    return Signature(tuple(declarations), tuple(slots), pointers, strides, extents, scalars)
+    tensor_maps: dict[tuple[str, tuple[int, int]], str] = {}
+    positions = {p.name: i for i, p in enumerate(kernel.params)}
+    for op in kernel.walk():
+        if isinstance(op, ir.CopyTma) and (op.tensor, op.box) not in tensor_maps:
+            name = f"m{positions[op.tensor]}_{len(tensor_maps)}"
+            tensor_maps[(op.tensor, op.box)] = name
+            declarations.append(f"const __grid_constant__ phobos::TensorMap {name}")
+            slots.append(Slot("tensormap", "tmap", op.tensor, box=op.box))
+    return Signature(
+        tuple(declarations), tuple(slots), pointers, strides, extents, scalars, tensor_maps
+    )

@@ -101,9 +101,14 @@ class _Verifier:
             self.elementwise(op)
         elif isinstance(op, (ir.ExpandDims, ir.Broadcast, ir.Transpose, ir.Squeeze)):
             self.shape_op(op)
-        elif isinstance(op, (ir.SharedStore, ir.SharedLoad, ir.CopyAsync)):
+        elif isinstance(op, (ir.SharedStore, ir.SharedLoad, ir.CopyAsync, ir.CopyTma)):
             if not isinstance(op.operands[0].type, ir.Shared):
                 self.fail(op, "its first operand is not a shared buffer")
+            if isinstance(op, ir.CopyTma):
+                self.tma(op)
+        elif isinstance(op, (ir.MbarrierInit, ir.MbarrierWait)):
+            if not isinstance(op.operands[0].type, ir.Mbarriers):
+                self.fail(op, "its first operand is not an mbarrier array")
         elif isinstance(op, ir.WgmmaWait):
             waited = op.operands[0].type
             if op.results and not (
@@ -120,6 +125,20 @@ class _Verifier:
             and isinstance(op.operands[0].type, ir.Tile)
         ) and op.operands[0].tile.layout is not None:
             self.fail(op, "a reduction is left after the reductions pass")
+
+    def tma(self, op: ir.CopyTma) -> None:
+        buffer, bars = op.operands[0].type, op.operands[1].type
+        assert isinstance(buffer, ir.Shared)
+        layout = buffer.layout
+        if not isinstance(bars, ir.Mbarriers) or len(op.operands) != 3 + len(op.lengths):
+            self.fail(op, "takes a buffer, mbarriers, a start per axis and a stage")
+        elif layout.kind != "swizzled" or op.box != (
+            layout.rows,
+            layout.width // layout.element_bytes,
+        ):
+            self.fail(op, f"its box {op.box} is not a swizzle atom of {layout}")
+        elif op.lengths != (layout.rows, layout.cols):
+            self.fail(op, f"copies {op.lengths} into a buffer of {layout}")
 
     def yields(self, op: ir.Op, region: ir.Block, count: int) -> None:
         last = region.ops[-1] if region.ops else None

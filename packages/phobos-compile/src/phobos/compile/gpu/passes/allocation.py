@@ -1,6 +1,7 @@
 """Shared-memory allocation: an offset for every buffer, reusing bytes once a buffer is dead.
 
-A buffer lives from its ``SharedAlloc`` to its last use; a use inside a loop that
+A buffer (or a ring's mbarriers, 8 bytes each) lives from its ``SharedAlloc``
+(``MbarrierAlloc``) to its last use; a use inside a loop that
 the buffer was allocated outside of keeps it alive for the whole loop (the next
 iteration reads it again).  Buffers are placed first-fit by offset, each on its
 layout's alignment (1024 bytes for the swizzled wgmma layouts, so the swizzle
@@ -23,10 +24,12 @@ from phobos.compile.gpu import ir
 from phobos.compile.gpu.layouts import shared_bytes
 from phobos.compile.gpu.passes.barriers import aliasing_barriers
 
+MBARRIER_BYTES = 8
+
 
 @dataclass
 class _Live:
-    op: ir.SharedAlloc
+    op: ir.SharedAlloc | ir.MbarrierAlloc
     start: int
     end: int
     size: int
@@ -62,6 +65,10 @@ def _place(kernel: ir.Kernel, apart: set[frozenset[ir.Value]]) -> None:
             lives[op.result] = _Live(
                 op, at, at, shared_bytes(t.layout, t.stages), t.layout.alignment
             )
+        elif isinstance(op, ir.MbarrierAlloc):
+            t = op.result.type
+            assert isinstance(t, ir.Mbarriers)
+            lives[op.result] = _Live(op, at, at, MBARRIER_BYTES * t.count, MBARRIER_BYTES)
     for op, at in positions.items():
         for v in op.operands:
             if v in lives:

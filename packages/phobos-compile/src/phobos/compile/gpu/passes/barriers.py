@@ -10,8 +10,8 @@ end leaves pending (the next iteration), until no barrier is added; a branch's
 sides each start from what is pending before it, and after it both sides' accesses
 are pending.
 
-What the asynchronous units touch counts as well: a ``cp.async`` writes its bytes
-(they land at the wait, before the barrier put before their first reader), and a
+What the asynchronous units touch counts as well: a ``cp.async`` or TMA copy writes
+its bytes (they land at the wait, before the barrier put before their first reader), and a
 ``wgmma`` reads its operands (the whole CTA, from the barrier before it until
 the next one).  Stage rings that the pipelining pass made synchronise themselves
 (``stages`` > 1) and are left alone here.
@@ -132,7 +132,7 @@ class _Inserter:
             inner.operands[0]
             for region in op.regions
             for inner in region.walk()
-            if isinstance(inner, ir.CopyAsync)
+            if isinstance(inner, (ir.CopyAsync, ir.CopyTma))
             and self.buffers.get(inner.operands[0], (0, 0, False))[2]
         }
         self.owned.append(rings)
@@ -152,6 +152,6 @@ class _Inserter:
 
 def _writes(op: ir.Op, index: int) -> bool:
     """Whether ``op`` writes the buffer it takes as operand ``index``."""
-    if isinstance(op, (ir.SharedStore, ir.CopyAsync)):
+    if isinstance(op, (ir.SharedStore, ir.CopyAsync, ir.CopyTma)):
         return index == 0
     return bool(isinstance(op, ir.Atomic))

@@ -40,6 +40,7 @@ from phobos.compile.gpu import ir
 from phobos.compile.gpu.builder import Builder
 from phobos.compile.gpu.layouts import shared_bytes
 from phobos.compile.gpu.passes.carried import carried_products
+from phobos.compile.gpu.tma import tma_box
 
 MAX_STAGES = 4
 NUM_STAGES = "NUM_STAGES"
@@ -169,6 +170,8 @@ class _Pipeliner:
         stages = self.stages(step_bytes, lag)
         ahead_by = stages - 1 - lag  # D: the iterations whose copies are in flight
         fence = any(isinstance(o, ir.FenceAsync) for _, _, tail in found for o in tail)
+        boxes = [tma_box(self.kernel, copy, alloc.result.type) for alloc, copy, _ in found]
+        self.boxes = boxes if all(box is not None for box in boxes) else None
         b = Builder(outer)
         b.span = self.loop.span
         start, stop, step = self.loop.operands[:3]
@@ -184,8 +187,18 @@ class _Pipeliner:
             ring.results = [ir.Value(replace(t, stages=stages), alloc.result.name)]
             before.append(ring)
             rings[alloc.result] = ring.result
-        # The first D iterations' copies.
         prologue = ir.Block()
+        self.bars = None
+        if self.boxes is not None:  # by TMA: an mbarrier a stage, ready before any copy
+            bars = ir.MbarrierAlloc(span=self.loop.span)
+            bars.results = [ir.Value(ir.Mbarriers(stages), "full")]
+            before.append(bars)
+            self.bars = bars.result
+            before += [
+                ir.MbarrierInit(arrivals=len(found), operands=[self.bars], span=self.loop.span),
+                ir.Barrier(span=self.loop.span),
+            ]
+        # The first D iterations' copies.
         with b.inside(prologue):
             for s in range(ahead_by):
                 offset = b.binary("mul", b.constant(s, index), step)
@@ -198,7 +211,8 @@ class _Pipeliner:
                     b.binary("lt", at_iv, stop, "bool"),
                     b.constant(s, "i32"),
                 )
-                b.add(ir.AsyncCommit())
+                if self.bars is None:
+                    b.add(ir.AsyncCommit())
         before += prologue.ops
         outer.ops[at:at] = before
         # The stage this iteration reads, carried by the loop.
@@ -208,15 +222,22 @@ class _Pipeliner:
         outer.ops.insert(outer.ops.index(self.loop), b.block.ops.pop())  # the constant
         result = ir.Value(ir.Uniform("i32"), "stage")
         self.loop.results.append(result)
+        phase = None
+        if self.bars is not None:  # and the parity of the phase its mbarrier completes next
+            phase = ir.Value(ir.Uniform("i32"), "phase")
+            self.body.args.append(phase)
+            self.loop.operands.append(self.loop.operands[-1])  # 0, as the stage starts
+            self.loop.results.append(ir.Value(ir.Uniform("i32"), "phase"))
         # In the body: the copies go; the wait, fence, barrier and next issue take the place
         # of the first; readers take the stage.
         gone = {id(op) for alloc, copy, tail in found for op in (alloc, copy, *tail)}
         head = ir.Block()
         with b.inside(head):
             b.span = found[0][1].span
-            b.add(ir.AsyncWait(pending=ahead_by - 1))
-            if fence:
-                b.add(ir.FenceAsync())
+            if self.bars is None:
+                b.add(ir.AsyncWait(pending=ahead_by - 1))
+                if fence:
+                    b.add(ir.FenceAsync())
             b.add(ir.Barrier())
             count = b.constant(stages, "i32")
             later = b.binary("add", stage, b.constant(ahead_by, "i32"))
@@ -234,7 +255,10 @@ class _Pipeliner:
                 write,
                 iv=self.body.args[0],
             )
-            b.add(ir.AsyncCommit())
+            if self.bars is None:
+                b.add(ir.AsyncCommit())
+            else:  # the copies into the freed stage are on their way: wait for this one's
+                b.add(ir.MbarrierWait(operands=[self.bars, stage, phase]))
         kept = [op for op in self.body.ops[:first] if id(op) not in gone]
         rest = [op for op in self.body.ops[first:] if id(op) not in gone]
         yield_op = rest.pop()
@@ -245,7 +269,12 @@ class _Pipeliner:
             following = b.select(
                 is_last, b.constant(0, "i32"), b.binary("add", stage, b.constant(1, "i32"))
             )
+            if phase is not None:
+                flipped = b.binary("xor", phase, b.constant(1, "i32"))
+                next_phase = b.select(is_last, flipped, phase)
         yield_op.operands.append(following)
+        if phase is not None:
+            yield_op.operands.append(next_phase)
         self.body.ops = kept + head.ops + rest + tail.ops + [yield_op]
         for old, ring in rings.items():
             ir.replace_uses(self.body, old, ring)
@@ -269,8 +298,19 @@ class _Pipeliner:
         ``cond`` holds (past the loop's end there is none)."""
         region = ir.Block()
         with b.inside(region):
-            for _, copy, _ in found:
+            for i, (_, copy, _) in enumerate(found):
                 starts = [self.clone(b, s, at_iv, {}) for s in copy.operands[1:]]
+                if self.boxes is not None:
+                    b.add(
+                        ir.CopyTma(
+                            tensor=copy.tensor,
+                            lengths=copy.lengths,
+                            box=self.boxes[i],
+                            operands=[rings[copy.operands[0]], self.bars, *starts, stage],
+                            span=copy.span,
+                        )
+                    )
+                    continue
                 b.add(
                     ir.CopyAsync(
                         tensor=copy.tensor,

@@ -82,6 +82,56 @@ PHOBOS_INLINE void mma_16816<bf16>(float* d, const unsigned (&a)[4], const unsig
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
+// A TMA descriptor (the driver's CUtensorMap: 128 opaque bytes, made by the launcher with
+// cuTensorMapEncodeTiled), passed as a __grid_constant__ parameter.
+struct alignas(64) TensorMap {
+    unsigned long long opaque[16];
+};
+
+// COUNT mbarriers at BARS, each expecting ARRIVALS arrivals a phase; then the
+// initialisation is made visible to the async proxy (the TMA units that complete them).
+PHOBOS_INLINE void mbarrier_init(unsigned long long* bars, int count, unsigned arrivals) {
+    for (int i = 0; i < count; ++i) {
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(shared_address(bars + i)),
+                     "r"(arrivals)
+                     : "memory");
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+
+// Arrive on BAR, which this phase's copies will owe BYTES more bytes.
+PHOBOS_INLINE void mbarrier_arrive_expect(unsigned long long* bar, unsigned bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(
+                     shared_address(bar)),
+                 "r"(bytes)
+                 : "memory");
+}
+
+// The box of MAP at (COLUMN, ROW) into shared memory at SHARED, completing on BAR's
+// transaction count; elements outside the tensor arrive as zeros.
+PHOBOS_INLINE void tma_load_2d(void* shared, const TensorMap* map, int column, int row,
+                               unsigned long long* bar) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+        " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(shared_address(shared)),
+        "l"(reinterpret_cast<unsigned long long>(map)), "r"(column), "r"(row),
+        "r"(shared_address(bar))
+        : "memory");
+}
+
+// Wait until BAR's phase of parity PARITY has completed.
+PHOBOS_INLINE void mbarrier_wait(unsigned long long* bar, int parity) {
+    unsigned done = 0;
+    do {
+        asm volatile(
+            "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+            " selp.u32 %0, 1, 0, p;\n}\n"
+            : "=r"(done)
+            : "r"(shared_address(bar)), "r"(parity)
+            : "memory");
+    } while (!done);
+}
+
 // Shared memory this thread wrote (its cp.async included, once landed) is visible to the
 // async proxy, which wgmma reads it through.
 PHOBOS_INLINE void fence_async_shared() {

@@ -1,0 +1,51 @@
+"""Where a window copy may go by TMA: what a tensor descriptor and a swizzled box need.
+
+The tensor memory accelerator copies a box of a tensor into shared memory in one
+instruction, swizzled as ``wgmma`` reads it, with the bytes outside the tensor zero
+(what absent lanes mean for a product).  A descriptor needs a base on 16 bytes, a
+unit last stride and every other stride a multiple of 16 bytes: the specialisation's
+``align``, ``unit_stride`` and ``row_align``, so a launch whose arrays break them
+takes another variant.  A box is at most 256 rows and one swizzle atom wide (the
+buffer's swizzle width, 32 to 128 bytes), so a buffer of several atoms takes one copy
+each.  Coordinates are 32-bit: 64-bit variants copy with ``cp.async``.
+"""
+
+from __future__ import annotations
+
+from phobos.compile.gpu import ir
+
+ROW_BYTES = 16  # what TMA needs of the base and of every stride but the last
+MAX_BOX = 256
+
+
+def tma_box(kernel: ir.Kernel, copy: ir.CopyAsync, buffer: ir.Shared) -> tuple[int, int] | None:
+    """The (rows, columns) box ``copy`` is made of when TMA may do it, else None."""
+    layout = buffer.layout
+    tensor = copy.tensor
+    if not (
+        _has_tma(kernel.arch)
+        and kernel.index_width == 32
+        and len(copy.lengths) == 2
+        and kernel.unit_stride.get(tensor, False)
+        and kernel.align.get(tensor, 1) >= ROW_BYTES
+        and kernel.row_align.get(tensor, 1) >= ROW_BYTES
+        and layout.kind == "swizzled"
+        and layout.element_bytes == 2
+        and layout.width in (32, 64, 128)
+        and (layout.rows, layout.cols) == copy.lengths
+        and layout.rows % 8 == 0
+        and layout.rows <= MAX_BOX
+    ):
+        return None
+    return layout.rows, layout.width // layout.element_bytes
+
+
+def atoms(buffer: ir.Shared) -> int:
+    """How many boxes fill one stage of ``buffer``."""
+    layout = buffer.layout
+    return layout.cols * layout.element_bytes // layout.width
+
+
+def _has_tma(arch: str) -> bool:
+    digits = "".join(ch for ch in arch.removeprefix("sm_") if ch.isdigit())
+    return bool(digits) and int(digits) >= 90
