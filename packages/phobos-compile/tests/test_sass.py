@@ -4,9 +4,11 @@ Hopper's attention forward multiplies both of its products on the warpgroup tens
 cores (``HGMMA``: QKᵀ with both operands from shared memory, PV with ``p`` in
 registers), keeps the scores, ``p`` and the rescale in registers (no shared-memory
 exchange in the whole kernel: its only shared memory is the copies of ``q``, ``k``
-and ``v``), and passes one barrier per KV iteration.  Matmul's k-loop issues each k-step's
-``HGMMA`` behind the last with no wait between (one product in flight), and every
-spelling of the k-loop gives the same instructions.
+and ``v``), and passes one barrier per KV iteration.  Both copy their loops' windows by TMA
+(``UTMALDG``, no ``LDGSTS``: only attention's ``q``, loaded once, is copied by the
+threads).  Matmul's k-loop issues each k-step's ``HGMMA`` behind the last with no
+wait between (one product in flight), and every spelling of the k-loop gives the same
+instructions.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from phobos.compile.contract import Slot
 from phobos.compile.gpu import ir
 from phobos.compile.pipeline import compile_kernel, parse_file
 from phobos.compile.syntax import parse
@@ -71,7 +74,14 @@ def test_attention_forward_runs_both_products_on_wgmma_with_one_barrier_an_itera
     from_registers = [i for i in wgmma if re.match(r"HGMMA\S* R\d+, R\d+, gdesc", i)]
     assert len(from_registers) == 64 // 16
     assert counts["HMMA"] == 0
-    assert counts["BAR"] == 1  # the KV loop's one barrier; the row max and sum are shuffles
+    # The KV loop's one barrier, and one before it for the mbarriers' initialisation; the
+    # row max and sum are shuffles.
+    assert counts["BAR"] == 2
+    # k and v by TMA: a box per 64 columns (128 bytes) each a stage, in the loop and the
+    # two stages issued before it; q, loaded once, by the threads' cp.async (its tested
+    # and untested copies).
+    assert counts["UTMALDG"] == 2 * (d // 64) * 3
+    assert counts["LDGSTS"] == 2 * 128 * d * 2 // 16 // 256
     shared = [
         op for op in compiled.gpu_ir.walk() if isinstance(op, (ir.SharedStore, ir.SharedLoad))
     ]
@@ -132,6 +142,20 @@ def test_every_spelling_of_the_k_loop_gets_the_same_instructions(tmp_path):
     first = mixes["plus_equals"]
     assert first[1] == 64 // 16  # one k-step's wgmmas, no mma.sync
     assert all(mix == first for mix in mixes.values()), mixes
+
+
+def test_matmul_copies_its_k_loop_by_tma(tmp_path):
+    """a and b by TMA (one box for a's 128 x 64, two for b's 64 x 128, into each of the
+    three stages the loop and its prologue issue), and not one cp.async."""
+    module = parse_file(ROOT / "examples" / "matmul.ph")
+    values = {"BM": 128, "BN": 128, "BK": 64, "GROUP_M": 8, "NUM_THREADS": 256, "ACTIVATION": 0}
+    compiled = compile_kernel(module, "matmul", values, arch="sm_90a", verbose=True)
+    counts = opcodes(sass(compiled.cubin, tmp_path))
+    assert counts["UTMALDG"] == 3 * 3 and counts["LDGSTS"] == 0
+    assert compiled.contract.slots[-2:] == (
+        Slot("tensormap", "tmap", "a", box=(128, 64)),
+        Slot("tensormap", "tmap", "b", box=(64, 64)),
+    )
 
 
 def test_matmul_keeps_one_k_step_in_flight(tmp_path):

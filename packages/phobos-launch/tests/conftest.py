@@ -225,6 +225,12 @@ class FakeDriver:
     def synchronize(self) -> None:
         pass
 
+    def encode_tensor_map(self, data_type, pointer, dims, strides, box, swizzle) -> bytes:
+        """A TMA descriptor: the fields it was made from, packed (the real one is opaque)."""
+        self.calls.append(("encode_tensor_map", data_type, pointer, dims, strides, box, swizzle))
+        fields = struct.pack("<iQ2Q1Q2Ii", data_type, pointer, *dims, *strides, *box, swizzle)
+        return fields.ljust(128, b"\0")
+
 
 def fast_launch(
     kernel: LoadedKernel, args: list[Any], device: int = 0, native: bool = False

@@ -169,7 +169,7 @@ MUTATIONS = {
     ),
     "a stage read before its copy landed": (
         lambda kernel: setattr(of(the_loop(kernel).body, ir.AsyncWait)[0], "pending", 2),
-        "before its cp.async landed",
+        "before its asynchronous copy landed",
     ),
 }
 

@@ -13,7 +13,8 @@ holds and where the launcher gets it:
 * ``extent``: the value of the named extent ``param`` (``N``).
 * ``scalar``: the value of scalar parameter ``param``.
 * ``tensormap``: a TMA descriptor of tensor ``param`` (``CUtensorMap``, 128 bytes) for
-  copies of a ``box`` of (rows, columns), swizzled by the box's row bytes.
+  copies of a ``box`` (an extent an axis, outermost first), swizzled by the bytes of
+  the box's rows.
 
 ``type`` is the slot's C type as a Phobos dtype: "u64" for pointers, "i32" or
 "i64" (the index width) for strides and extents, the parameter's dtype for scalars,
@@ -34,7 +35,7 @@ class Slot:
     type: str
     param: str
     axis: int | None = None
-    box: tuple[int, int] | None = None  # a tensormap's (rows, columns)
+    box: tuple[int, ...] | None = None  # a tensormap's box: an extent an axis
 
 
 @dataclass(frozen=True)

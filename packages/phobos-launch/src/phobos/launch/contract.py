@@ -33,7 +33,7 @@ class Slot:
     type: str
     param: str
     axis: int | None = None
-    box: tuple[int, int] | None = None  # a tensormap's (rows, columns)
+    box: tuple[int, ...] | None = None  # a tensormap's box: an extent an axis
 
 
 @dataclass(frozen=True)
@@ -199,14 +199,14 @@ def _check(c: LaunchContract) -> None:
             if tensor is None:
                 fail(f"{where}: no tensor parameter named {slot.param}")
             elif slot.kind == "tensormap" and not (
-                len(tensor.dims) == 2
+                2 <= len(tensor.dims) <= 5
                 and slot.box is not None
-                and len(slot.box) == 2
+                and len(slot.box) == len(tensor.dims)
                 and all(1 <= b <= 256 for b in slot.box)
                 and tensor.dtype in DATA_TYPE
-                and slot.box[1] * ITEMSIZE[tensor.dtype] in SWIZZLE
+                and slot.box[-1] * ITEMSIZE[tensor.dtype] in SWIZZLE
             ):
-                fail(f"{where}: box {slot.box} is no TMA box of a 2-D 16-bit tensor")
+                fail(f"{where}: box {slot.box} is no TMA box of {slot.param}")
             elif slot.kind == "stride" and not (
                 isinstance(slot.axis, int) and 0 <= slot.axis < len(tensor.dims)
             ):

@@ -25,13 +25,16 @@ Encoder = Callable[[int, int, tuple[int, ...], tuple[int, ...], tuple[int, ...],
 
 class TensorMaps:
     """The descriptors of one slot: tensor ``name`` of ``dtype`` copied in boxes of ``box``
-    (rows, columns), through ``encode`` (the driver's ``encode_tensor_map``)."""
+    (an extent an axis, outermost first), through ``encode`` (the driver's
+    ``encode_tensor_map``)."""
 
-    def __init__(self, kernel: str, name: str, dtype: str, box: tuple[int, int], encode: Encoder):
+    def __init__(
+        self, kernel: str, name: str, dtype: str, box: tuple[int, ...], encode: Encoder
+    ) -> None:
         if dtype not in DATA_TYPE:
             raise LaunchError(f"{kernel}: {name}: no TMA descriptor for {dtype} elements")
         self.kernel, self.name, self.dtype, self.box = kernel, name, dtype, box
-        self.swizzle = SWIZZLE[box[1] * ITEMSIZE[dtype]]
+        self.swizzle = SWIZZLE[box[-1] * ITEMSIZE[dtype]]
         self.encode = encode
         self.kept: dict[tuple[int, tuple[int, ...], tuple[int, ...]], bytes] = {}
 

@@ -858,20 +858,22 @@ class _Printer:
         )
 
     def _CopyTma(self, op: ir.CopyTma) -> None:
-        buffer, bars, row, col, stage = (self.name(v) for v in op.operands)
+        buffer, bars, *starts, stage = (self.name(v) for v in op.operands)
         t = op.operands[0].type
         assert isinstance(t, ir.Shared)
         layout = t.layout
         step = -(-layout.size_bytes // layout.alignment) * layout.alignment
-        rows, columns = op.box
+        rows, columns = op.box[-2:]
         tensor_map = self.signature.tensor_map(op.tensor, op.box)
+        rank = len(op.box)
         self.open("if (tid == 0)")
         self.line(f"phobos::mbarrier_arrive_expect({bars} + ({stage}), {layout.size_bytes});")
         for atom in range(layout.cols // columns):
             target = f"{buffer} + ({stage}) * {step} + {atom * rows * layout.width}"
+            coords = [f"{starts[-1]} + {atom * columns}", *reversed(starts[:-1])]
             self.line(
-                f"phobos::tma_load_2d({target}, &{tensor_map}, {col} + {atom * columns}, {row}, "
-                f"{bars} + ({stage}));"
+                f"phobos::tma_load<{rank}>({target}, &{tensor_map}, {bars} + ({stage}), "
+                f"{', '.join(coords)});"
             )
         self.close()
 

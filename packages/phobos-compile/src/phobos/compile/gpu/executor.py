@@ -150,7 +150,7 @@ class _SharedMemory:
     def _check_write(self, threads: np.ndarray, offsets: np.ndarray, what: str) -> None:
         if self.pending[offsets].any():
             raise ExecutionError(
-                f"{what} writes shared memory that a cp.async has not landed in yet"
+                f"{what} writes shared memory that an asynchronous copy has not landed in yet"
             )
         if self.in_flight[offsets].any():
             raise ExecutionError(f"{what} writes shared memory that a wgmma in flight reads")
@@ -181,7 +181,7 @@ class _SharedMemory:
             return self.data[offsets]
         if self.pending[offsets].any():
             raise ExecutionError(
-                f"{what} reads shared memory before its cp.async landed (a missing wait)"
+                f"{what} reads shared memory before its asynchronous copy landed (a missing wait)"
             )
         fresh = (self.write_epoch[offsets] == self.epoch) & (self.writer[offsets] != threads)
         fresh &= self.writer[offsets] >= 0
@@ -212,7 +212,7 @@ class _SharedMemory:
     def async_read(self, offsets: np.ndarray, what: str) -> np.ndarray:
         """What the async proxy (wgmma) reads: fenced, before the last barrier, landed."""
         if self.pending[offsets].any():
-            raise ExecutionError(f"{what} reads shared memory before its cp.async landed")
+            raise ExecutionError(f"{what} reads shared memory before its asynchronous copy landed")
         if (self.write_epoch[offsets] == self.epoch).any():
             raise ExecutionError(f"{what} reads shared memory written after the last barrier")
         if not self.fenced[offsets].all():
@@ -822,7 +822,7 @@ class Executor:
         buffer, bars = args[0], args[1]
         starts, stage = args[2:-1], int(args[-1])
         phase = self._barrier_of(bars, stage, f"copy_tma of {op.tensor!r} at {op.span}")
-        rows, cols = np.indices(op.lengths).reshape(2, -1)
+        rows, cols = np.indices(op.lengths[-2:]).reshape(2, -1)
         coords = np.stack([rows, cols], axis=-1)
         indices, inside = self._window(op, starts, op.lengths, coords)
         dtype = self.kernel.tensors[op.tensor].dtype
@@ -975,7 +975,9 @@ class Executor:
         """Bytes every thread may read: written before the last barrier."""
         flat = offsets.reshape(-1)
         if self.smem.pending[flat].any():
-            raise ExecutionError("dot_shared reads shared memory before its cp.async landed")
+            raise ExecutionError(
+                "dot_shared reads shared memory before its asynchronous copy landed"
+            )
         if (self.smem.write_epoch[flat] == self.smem.epoch).any():
             raise ExecutionError("dot_shared reads shared memory written after the last barrier")
         self.smem.reader[flat] = -2

@@ -522,14 +522,15 @@ class CopyAsync(Op):
 class CopyTma(Op):
     """A window of ``tensor`` into a buffer by the tensor memory accelerator: one thread
     arrives on the stage's mbarrier, owing it the window's bytes, and issues one copy of
-    a ``box`` (rows, columns) per swizzle atom of the buffer's layout; bytes outside the
-    tensor arrive as zeros.  Operands: buffer, mbarriers, starts..., stage.  The launch
-    passes a descriptor of the tensor for the box (``signature.py``)."""
+    a ``box`` (an extent an axis of the tensor: 1 where the window takes an index, then
+    rows and columns) per swizzle atom of the buffer's layout; bytes outside the tensor
+    arrive as zeros.  Operands: buffer, mbarriers, starts..., stage.  The launch passes a
+    descriptor of the tensor for the box (``signature.py``)."""
 
     NAME = "copy_tma"
     tensor: str
-    lengths: tuple[int, ...]
-    box: tuple[int, int]
+    lengths: tuple[int | None, ...]
+    box: tuple[int, ...]
 
 
 @dataclass(eq=False, kw_only=True)

@@ -30,7 +30,7 @@ class Signature:
     strides: dict[tuple[str, int], str]
     extents: dict[str, str]
     scalars: dict[str, str]
-    tensor_maps: dict[tuple[str, tuple[int, int]], str]
+    tensor_maps: dict[tuple[str, tuple[int, ...]], str]
 
     def pointer(self, tensor: str) -> str:
         return self.pointers[tensor]
@@ -48,7 +48,7 @@ class Signature:
     def scalar(self, name: str) -> str:
         return self.scalars[name]
 
-    def tensor_map(self, tensor: str, box: tuple[int, int]) -> str:
+    def tensor_map(self, tensor: str, box: tuple[int, ...]) -> str:
         return self.tensor_maps[(tensor, box)]
 
 
@@ -89,7 +89,7 @@ def build_signature(kernel: ir.Kernel) -> Signature:
         extents[extent] = name
         declarations.append(f"{ctype(index)} {name}")
         slots.append(Slot("extent", index, extent))
-    tensor_maps: dict[tuple[str, tuple[int, int]], str] = {}
+    tensor_maps: dict[tuple[str, tuple[int, ...]], str] = {}
     positions = {p.name: i for i, p in enumerate(kernel.params)}
     for op in kernel.walk():
         if isinstance(op, ir.CopyTma) and (op.tensor, op.box) not in tensor_maps:

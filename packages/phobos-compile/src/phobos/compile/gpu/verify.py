@@ -132,12 +132,12 @@ class _Verifier:
         layout = buffer.layout
         if not isinstance(bars, ir.Mbarriers) or len(op.operands) != 3 + len(op.lengths):
             self.fail(op, "takes a buffer, mbarriers, a start per axis and a stage")
-        elif layout.kind != "swizzled" or op.box != (
+        elif layout.kind != "swizzled" or op.box != (1,) * (len(op.lengths) - 2) + (
             layout.rows,
             layout.width // layout.element_bytes,
         ):
             self.fail(op, f"its box {op.box} is not a swizzle atom of {layout}")
-        elif op.lengths != (layout.rows, layout.cols):
+        elif op.lengths[-2:] != (layout.rows, layout.cols) or any(op.lengths[:-2]):
             self.fail(op, f"copies {op.lengths} into a buffer of {layout}")
 
     def yields(self, op: ir.Op, region: ir.Block, count: int) -> None:

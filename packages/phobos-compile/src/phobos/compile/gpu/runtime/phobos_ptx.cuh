@@ -107,16 +107,36 @@ PHOBOS_INLINE void mbarrier_arrive_expect(unsigned long long* bar, unsigned byte
                  : "memory");
 }
 
-// The box of MAP at (COLUMN, ROW) into shared memory at SHARED, completing on BAR's
-// transaction count; elements outside the tensor arrive as zeros.
-PHOBOS_INLINE void tma_load_2d(void* shared, const TensorMap* map, int column, int row,
-                               unsigned long long* bar) {
-    asm volatile(
-        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
-        " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(shared_address(shared)),
-        "l"(reinterpret_cast<unsigned long long>(map)), "r"(column), "r"(row),
-        "r"(shared_address(bar))
-        : "memory");
+// The box of MAP at coordinates C0 (the innermost axis) to C4 into shared memory at
+// SHARED, completing on BAR's transaction count; elements outside the tensor arrive as
+// zeros.  RANK is the tensor's (2 to 5).
+template <int RANK>
+PHOBOS_INLINE void tma_load(void* shared, const TensorMap* map, unsigned long long* bar, int c0,
+                            int c1, int c2 = 0, int c3 = 0, int c4 = 0) {
+    const unsigned to = shared_address(shared), on = shared_address(bar);
+    const unsigned long long from = reinterpret_cast<unsigned long long>(map);
+    if constexpr (RANK == 2) {
+        asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                     " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(to), "l"(from), "r"(c0), "r"(c1),
+                     "r"(on)
+                     : "memory");
+    } else if constexpr (RANK == 3) {
+        asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                     " [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(to), "l"(from), "r"(c0),
+                     "r"(c1), "r"(c2), "r"(on)
+                     : "memory");
+    } else if constexpr (RANK == 4) {
+        asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                     " [%0], [%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(to), "l"(from), "r"(c0),
+                     "r"(c1), "r"(c2), "r"(c3), "r"(on)
+                     : "memory");
+    } else {
+        static_assert(RANK == 5, "TMA copies tensors of 2 to 5 axes");
+        asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                     " [%0], [%1, {%2, %3, %4, %5, %6}], [%7];\n" ::"r"(to), "l"(from),
+                     "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4), "r"(on)
+                     : "memory");
+    }
 }
 
 // Wait until BAR's phase of parity PARITY has completed.

@@ -1,0 +1,121 @@
+"""TMA copies of a pipelined loop's windows (``gpu/tma.py``, ``passes/pipeline.py``).
+
+Where the specialisation puts a tensor's base and rows on 16 bytes with a unit last
+stride, on sm_90 and later, every ring of a loop is filled by TMA: an mbarrier a stage
+(initialised before the loop, one arrival per copy a phase), the copies issued by one
+thread after the iteration's barrier, and each iteration waiting for its stage's phase,
+whose parity the loop carries.  The executor runs that against the interpreter and
+fails a read before the copy landed, a phase that never completes, and an mbarrier
+used before its initialisation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from phobos.compile.check import lower
+from phobos.compile.gpu import ir
+from phobos.compile.gpu.executor import ExecutionError, execute
+from phobos.compile.gpu.pipeline import build
+from phobos.compile.pipeline import parse_file, variant_values
+
+from .test_mma_waits import (
+    EXAMPLES,
+    MATMUL,
+    gpu_ir,
+    matmul_args,
+    matmul_reference,
+    of,
+    the_loop,
+)
+
+ROWS = {"a": 16, "b": 16, "c": 16}
+
+
+def tma_matmul(**options) -> ir.Kernel:
+    return gpu_ir("matmul.ph", "matmul", MATMUL, row_align=ROWS, **options)
+
+
+def copies(kernel: ir.Kernel, kind: type) -> list:
+    return [op for op in kernel.walk() if isinstance(op, kind)]
+
+
+def test_the_k_loop_is_filled_by_tma_with_an_mbarrier_a_stage():
+    kernel = tma_matmul()
+    loop = the_loop(kernel)
+    (bars,) = copies(kernel, ir.MbarrierAlloc)
+    (init,) = copies(kernel, ir.MbarrierInit)
+    rings = [op for op in kernel.walk() if isinstance(op, ir.SharedAlloc) and op.lag]
+    (stages,) = {ring.result.type.stages for ring in rings}
+    assert bars.result.type == ir.Mbarriers(stages) and init.arrivals == 2  # a and b
+    assert copies(kernel, ir.CopyAsync) == [] and copies(kernel, ir.AsyncWait) == []
+    boxes = {(op.tensor, op.box) for op in copies(kernel, ir.CopyTma)}
+    assert boxes == {("a", (128, 64)), ("b", (64, 64))}
+    # In the body: the barrier, then the refill, then the wait for this iteration's stage.
+    kinds = [
+        type(op) for op in loop.body.ops if isinstance(op, (ir.Barrier, ir.If, ir.MbarrierWait))
+    ]
+    assert kinds[:3] == [ir.Barrier, ir.If, ir.MbarrierWait]
+    (wait,) = of(loop.body, ir.MbarrierWait)
+    stage, phase = loop.body.args[-2:]
+    assert wait.operands == [bars.result, stage, phase]
+
+
+@pytest.mark.parametrize("shape", [(200, 136, 304), (128, 128, 64), (64, 64, 0), (72, 200, 1000)])
+def test_the_tma_k_loop_matches_the_interpreter(shape):
+    m, n, k = shape
+    args = matmul_args(m, n, k)
+    blocks = ((m + 127) // 128) * ((n + 127) // 128)
+    expected = matmul_reference(args, blocks)
+    execute(tma_matmul(), (blocks, 1, 1), args)
+    np.testing.assert_allclose(
+        args[2].astype(np.float32), expected.astype(np.float32), rtol=2e-3, atol=2e-3
+    )
+
+
+@pytest.mark.parametrize(
+    ("options", "why"),
+    [
+        ({"row_align": {"a": 8, "b": 16, "c": 16}}, "a's rows are not known on 16 bytes"),
+        ({"unit_stride": {"a": True, "b": False, "c": True}}, "b's last stride may not be 1"),
+        ({"index_width": 64}, "64-bit variants"),
+    ],
+)
+def test_a_loop_copies_by_tma_only_where_every_ring_may(options, why):
+    kernel = gpu_ir("matmul.ph", "matmul", MATMUL, **{"row_align": ROWS, **options})
+    assert copies(kernel, ir.CopyTma) == [], why
+    assert copies(kernel, ir.CopyAsync) and copies(kernel, ir.MbarrierAlloc) == []
+
+
+def test_sm_80_has_no_tma():
+    module = parse_file(EXAMPLES / "matmul.ph")
+    tile_ir = lower(module, "matmul", variant_values(module, ["matmul"], MATMUL)["matmul"])
+    names = [p.name for p in tile_ir.params]
+    facts = {"unit_stride": dict.fromkeys(names, True), "align": dict.fromkeys(names, 16)}
+    sm80 = build(tile_ir, arch="sm_80", row_align=ROWS, **facts)
+    assert copies(sm80, ir.CopyTma) == [] and copies(sm80, ir.CopyAsync)
+
+
+def test_a_read_before_the_wait_is_an_error():
+    kernel = tma_matmul()
+    body = the_loop(kernel).body
+    body.ops = [op for op in body.ops if not isinstance(op, ir.MbarrierWait)]
+    with pytest.raises(ExecutionError, match="before its asynchronous copy landed"):
+        execute(kernel, (1, 1, 1), matmul_args(128, 128, 256))
+
+
+def test_a_phase_that_never_flips_is_a_deadlock():
+    kernel = tma_matmul()
+    loop = the_loop(kernel)
+    loop.body.ops[-1].operands[-1] = loop.body.args[-1]  # the parity yielded unchanged
+    with pytest.raises(ExecutionError, match=r"waits for phase 1 of stage 0, which has 0 of its 2"):
+        execute(kernel, (1, 1, 1), matmul_args(128, 128, 64 * 8))
+
+
+def test_an_mbarrier_used_before_its_initialisation_is_an_error():
+    kernel = tma_matmul()
+    (init,) = copies(kernel, ir.MbarrierInit)
+    kernel.body.ops.remove(init)
+    with pytest.raises(ExecutionError, match="uses an mbarrier before it is initialised"):
+        execute(kernel, (1, 1, 1), matmul_args(128, 128, 256))
