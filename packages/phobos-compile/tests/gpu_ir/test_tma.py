@@ -78,7 +78,6 @@ def test_the_tma_k_loop_matches_the_interpreter(shape):
     ("options", "why"),
     [
         ({"row_align": {"a": 8, "b": 16, "c": 16}}, "a's rows are not known on 16 bytes"),
-        ({"unit_stride": {"a": True, "b": False, "c": True}}, "b's last stride may not be 1"),
         ({"index_width": 64}, "64-bit variants"),
     ],
 )
