@@ -830,3 +830,29 @@ def test_emit_gpuir_prints_the_final_ir(tmp_path, capsys):
         module, "saxpy", {"BLOCK": 256}, arch="sm_90a", spec=default_specialization(module, "saxpy")
     )
     assert printed.strip() == format_kernel(generated.gpu_ir).strip()
+
+
+STAGED = """
+@autotune(NUM_STAGES in {2, 8})
+kernel staged(a: tensor<f16>[M, K], b: tensor<f16>[K, N], c: tensor<f16>[M, N]) {
+    let m = ctx.block.x * 128
+    var acc = zeros<f32>[128, 256]
+    for k in 0 .. K step 64 {
+        acc = dot(a[m :+ 128, k :+ 64], b[k :+ 64, 0 :+ 256], acc)
+    }
+    c[m :+ 128, 0 :+ 256] = f16(acc)
+}
+"""
+
+
+def test_a_cta_past_the_targets_shared_memory_is_refused_as_a_limit():
+    """Eight stages of 48 KiB are 384 KiB: no sm_90a CTA holds them, so the variant is a
+    limit (pruned before NVRTC) at the line of its largest buffer, the product's operands."""
+    with pytest.raises(PhobosError) as caught:
+        build_until(lower_text(STAGED, "staged", NUM_STAGES=8), "allocate_shared")
+    assert caught.value.only_limits
+    assert caught.value.message.startswith("this variant needs ")
+    assert "bytes of shared memory a CTA; sm_90a gives a CTA at most 232448" in caught.value.message
+    assert caught.value.span.line == 7  # the dot, whose operands the ring stages
+    kernel = build_until(lower_text(STAGED, "staged", NUM_STAGES=2), "allocate_shared")
+    assert kernel.shared_bytes <= 232448

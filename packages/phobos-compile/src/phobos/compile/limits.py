@@ -14,6 +14,8 @@ at the user's line that names the limit.
   Python's default recursion limit of 1000 frames.
 * ``MAX_THREAD_REGISTERS``: the registers of one thread.  A ``dot`` result whose lanes,
   spread over the CTA's threads, pass it cannot be held at all (``passes/cta.py``).
+* shared memory: a variant's CTA may need at most what its target gives a CTA
+  (``gpu/arch.py``; checked by ``passes/allocation.py``).
 * ``MAX_TENSOR_EXTENT``: a tensor extent fixed at compile time (it must be an ``i64``).
 * ``MAX_VARIANTS``: the variants of one ``@autotune`` space (the tuner lists them all).
 """
@@ -33,3 +35,4 @@ TILE_ELEMENTS = "tile elements"
 VARIANT_TILE_ELEMENTS = "variant tile elements"
 NESTING = "nesting"
 REGISTERS = "registers"
+SHARED_MEMORY = "shared memory"

@@ -11,7 +11,8 @@ Reusing a dead buffer's bytes can cost a barrier: the new buffer's first write
 must wait for the old one's last reads.  So allocation and the barrier pass are
 solved together: where a barrier is needed only because two buffers share bytes
 (``barriers.aliasing_barriers``), those two are placed apart, while the CTA's
-shared memory stays within ``BUDGET`` (two CTAs still fit an SM).  Two reductions
+shared memory stays within ``BUDGET`` (two CTAs still fit an SM).  A CTA needing more
+than the target gives one is refused as a limit (``SHARED_MEMORY``).  Two reductions
 in a row then take two buffers and one barrier each; a third takes the first's
 bytes again, which the second's barrier already protects.
 """
@@ -20,9 +21,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from phobos.compile.diagnostics import error
 from phobos.compile.gpu import ir
+from phobos.compile.gpu.arch import shared_bytes_per_cta
 from phobos.compile.gpu.layouts import shared_bytes
 from phobos.compile.gpu.passes.barriers import aliasing_barriers
+from phobos.compile.limits import SHARED_MEMORY
 
 MBARRIER_BYTES = 8
 
@@ -40,6 +44,11 @@ BUDGET = 100 * 1024
 
 
 def allocate_shared(kernel: ir.Kernel) -> None:
+    _settle(kernel)
+    _check_fits(kernel)
+
+
+def _settle(kernel: ir.Kernel) -> None:
     apart: set[frozenset[ir.Value]] = set()
     _place(kernel, apart)
     for _ in range(16):
@@ -51,6 +60,23 @@ def allocate_shared(kernel: ir.Kernel) -> None:
             _place(kernel, apart)
             return
         apart |= new
+
+
+def _check_fits(kernel: ir.Kernel) -> None:
+    """A CTA needing more shared memory than the target gives one is a limit, at the line of
+    the largest buffer (the tuner prunes such a variant before NVRTC sees it)."""
+    most = shared_bytes_per_cta(kernel.arch)
+    if kernel.shared_bytes <= most:
+        return
+    allocs = [op for op in kernel.walk() if isinstance(op, ir.SharedAlloc)]
+    largest = max(allocs, key=lambda op: shared_bytes(op.result.type.layout, op.result.type.stages))
+    raise error(
+        largest.span,
+        f"this variant needs {kernel.shared_bytes} bytes of shared memory a CTA; "
+        f"{kernel.arch} gives a CTA at most {most}",
+        help="use smaller tiles here, or fewer stages (NUM_STAGES)",
+        limit=SHARED_MEMORY,
+    )
 
 
 def _place(kernel: ir.Kernel, apart: set[frozenset[ir.Value]]) -> None:

@@ -37,6 +37,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from phobos.compile.gpu import ir
+from phobos.compile.gpu.arch import shared_bytes_per_sm
 from phobos.compile.gpu.builder import Builder
 from phobos.compile.gpu.layouts import shared_bytes
 from phobos.compile.gpu.passes.carried import carried_products
@@ -44,9 +45,6 @@ from phobos.compile.gpu.tma import tma_box
 
 MAX_STAGES = 4
 NUM_STAGES = "NUM_STAGES"
-# Shared memory an SM has (KiB) by compute capability; an unknown card gets the smallest.
-_SHARED_KIB = {80: 164, 86: 100, 87: 164, 89: 100, 90: 228, 100: 228, 103: 228, 120: 100}
-_SHARED_KIB_UNKNOWN = 100
 _RESERVED = 8 * 1024  # what a CTA keeps besides: the system's 1 KiB and the small buffers
 
 _PURE = (ir.Constant, ir.Param, ir.Extent, ir.Stride, ir.BlockIndex, *ir.ELEMENTWISE)
@@ -128,8 +126,7 @@ class _Pipeliner:
         """How many stages of ``step_bytes`` the shared-memory budget holds."""
         if NUM_STAGES in dict(self.kernel.values):
             return MAX_STAGES
-        digits = "".join(ch for ch in self.kernel.arch.removeprefix("sm_") if ch.isdigit())
-        per_sm = _SHARED_KIB.get(int(digits) if digits else 0, _SHARED_KIB_UNKNOWN) * 1024
+        per_sm = shared_bytes_per_sm(self.kernel.arch)
         budget = per_sm // (self.kernel.min_ctas or 1) - _RESERVED - self.outside_bytes()
         return budget // max(step_bytes, 1)
 
