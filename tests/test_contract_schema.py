@@ -58,7 +58,7 @@ CONTRACTS = _contracts()
 
 def test_the_schema_is_a_schema_and_names_what_both_sides_name():
     jsonschema.Draft202012Validator.check_schema(SCHEMA)
-    assert SCHEMA["properties"]["format_version"]["const"] == COMPILE_FORMAT == LAUNCH_FORMAT
+    assert SCHEMA["properties"]["format_version"]["enum"][-1] == COMPILE_FORMAT == LAUNCH_FORMAT
     assert set(SCHEMA["$defs"]["dtype"]["enum"]) == set(ITEMSIZE)
     assert tuple(SCHEMA["properties"]["slots"]["items"]["properties"]["kind"]["enum"]) == SLOT_KINDS
 
@@ -85,7 +85,7 @@ def _set(path: list, value):
 
 _DELETE = object()
 INVALID = {
-    "format 2": _set(["format_version"], 2),
+    "format 3": _set(["format_version"], 3),
     "no kernel": _set(["kernel"], _DELETE),
     "no slots": _set(["slots"], _DELETE),
     "index width 16": _set(["index_width"], 16),

@@ -27,7 +27,7 @@ def test_contract_doc_lists_every_field():
         assert f"`{field.name}`" in slot_header
     for field in dataclasses.fields(ScalarSpec):
         assert f'"{field.name}"' in text
-    for kind in ("pointer", "stride", "extent", "scalar"):
+    for kind in ("pointer", "stride", "extent", "scalar", "tensormap"):
         assert f"| `{kind}` |" in text
     assert f"`format_version` is {FORMAT_VERSION}" in text
 

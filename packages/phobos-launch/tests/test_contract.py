@@ -19,8 +19,10 @@ def test_reads_json_text_and_dicts(contract):
 
 
 def test_format_version_must_match(contract):
-    contract["format_version"] = 2
-    with pytest.raises(ContractError, match=r"launch contract format 2 is not 1.*recompile"):
+    contract["format_version"] = 3
+    with pytest.raises(
+        ContractError, match=r"launch contract format 3 is not one this .* \(1, 2\); recompile"
+    ):
         read_contract(contract)
 
 

@@ -104,12 +104,27 @@ def test_a_read_before_the_wait_is_an_error():
         execute(kernel, (1, 1, 1), matmul_args(128, 128, 256))
 
 
-def test_a_phase_that_never_flips_is_a_deadlock():
+def test_a_parity_that_never_flips_reads_a_stage_before_it_landed():
+    """Once the ring wraps, a wait for the old parity returns at once: the hardware would
+    read the stage while its next copy is in flight."""
     kernel = tma_matmul()
     loop = the_loop(kernel)
     loop.body.ops[-1].operands[-1] = loop.body.args[-1]  # the parity yielded unchanged
-    with pytest.raises(ExecutionError, match=r"waits for phase 1 of stage 0, which has 0 of its 2"):
+    with pytest.raises(ExecutionError, match="wgmma reads shared memory before its asynchronous"):
         execute(kernel, (1, 1, 1), matmul_args(128, 128, 64 * 8))
+
+
+def test_a_phase_with_an_arrival_missing_is_a_deadlock():
+    """Without b's copies each phase has one of the two arrivals its mbarrier counts: the
+    wait would never return."""
+    kernel = tma_matmul()
+    for op in kernel.walk():
+        for region in op.regions:
+            region.ops = [
+                o for o in region.ops if not (isinstance(o, ir.CopyTma) and o.tensor == "b")
+            ]
+    with pytest.raises(ExecutionError, match=r"waits for phase 0 of stage 0, which has 1 of its 2"):
+        execute(kernel, (1, 1, 1), matmul_args(128, 128, 256))
 
 
 def test_an_mbarrier_used_before_its_initialisation_is_an_error():

@@ -52,6 +52,7 @@ CUDA_RUNTIME = r"""
 #define __shared__ static
 #define __align__(n) __attribute__((aligned(n)))
 #define __launch_bounds__(...)
+#define __grid_constant__
 struct uint3 { unsigned x = 0, y = 0, z = 0; };
 thread_local uint3 threadIdx, blockIdx;
 uint3 gridDim, blockDim;
@@ -122,6 +123,42 @@ template <int ALIGN> inline unsigned char* align_shared(unsigned char* p) {
     return p + ((ALIGN - at % ALIGN) % ALIGN);
 }
 inline void copy_async_16(void* shared, const void* global) { std::memcpy(shared, global, 16); }
+// A TMA descriptor as the host launcher below fills it (the driver's is opaque): the
+// tensor's bytes, extents and strides (elements), the box, innermost axis first.
+struct TensorMap {
+    const unsigned char* base;
+    long long dims[5], strides[5];
+    int box[5], rank, element;
+};
+// The copy lands at once (the barrier before the stage's readers orders it); the
+// mbarriers count nothing here (the GPU-IR executor checks their phases).
+inline void mbarrier_init(unsigned long long*, int, unsigned) {}
+inline void mbarrier_arrive_expect(unsigned long long*, unsigned) {}
+inline void mbarrier_wait(unsigned long long*, int) {}
+// The box at (c0, c1, ...) into SHARED: rows of box[0] elements, zeros outside the
+// tensor, each row's 16-byte chunks swizzled by the row's bytes (the swizzle width), as
+// the PTX ISA's SWIZZLE_32B/64B/128B modes place them from a 1024-byte-aligned atom.
+template <int RANK>
+inline void tma_load(void* shared, const TensorMap* map, unsigned long long*, int c0, int c1,
+                     int c2 = 0, int c3 = 0, int c4 = 0) {
+    const long long at[5] = {c0, c1, c2, c3, c4};
+    const int e = map->element, width = map->box[0] * e, chunks = width / 16;
+    unsigned char* out = static_cast<unsigned char*>(shared);
+    for (int r = 0; r < map->box[1]; ++r) {
+        for (int c = 0; c < map->box[0]; ++c) {
+            long long index[5] = {at[0] + c, at[1] + r, at[2], at[3], at[4]};
+            bool inside = true;
+            long long offset = 0;
+            for (int a = 0; a < RANK; ++a) {
+                inside = inside && index[a] >= 0 && index[a] < map->dims[a];
+                offset += index[a] * map->strides[a];
+            }
+            const unsigned linear = r * width + c * e;
+            const unsigned placed = linear ^ (((linear >> 7) & (chunks - 1)) << 4);
+            for (int b = 0; b < e; ++b) out[placed + b] = inside ? map->base[offset * e + b] : 0;
+        }
+    }
+}
 inline void copy_async_commit() {}
 template <int PENDING> inline void copy_async_wait_pending() {}
 inline void fence_async_shared() {}
@@ -385,6 +422,16 @@ def _launcher(generated: GeneratedKernel, grid: tuple[int, int, int], args: list
             call.append(str(array.strides[slot.axis] // array.itemsize))
         elif slot.kind == "extent":
             call.append(str(extents[slot.param]))
+        elif slot.kind == "tensormap":
+            array = params[slot.param]
+            k = names.index(slot.param)
+            dims = ", ".join(map(str, reversed(array.shape)))
+            strides = ", ".join(str(s // array.itemsize) for s in reversed(array.strides))
+            box = ", ".join(map(str, reversed(slot.box)))
+            call.append(
+                f"phobos::TensorMap{{data[{k}].data(), {{{dims}}}, {{{strides}}}, {{{box}}}, "
+                f"{array.ndim}, {array.itemsize}}}"
+            )
         else:
             value = params[slot.param].item()
             call.append(f"({ctype(slot.type)})({value!r})")

@@ -26,7 +26,8 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: tensormap slots and row_align (format 1 reads as ever)
+READABLE_VERSIONS = (1, 2)
 
 
 @dataclass(frozen=True)
@@ -88,9 +89,10 @@ class Contract:
     def from_json(cls, text: str) -> Contract:
         raw = json.loads(text)
         version = raw.get("format_version")
-        if version != FORMAT_VERSION:
+        if version not in READABLE_VERSIONS:
             raise ValueError(
-                f"launch contract format {version} is not {FORMAT_VERSION}; recompile the kernel"
+                f"launch contract format {version} is not one of {READABLE_VERSIONS}; recompile the "
+                "kernel"
             )
         return cls(
             kernel=raw["kernel"],

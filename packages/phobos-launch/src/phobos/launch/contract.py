@@ -21,7 +21,8 @@ from phobos.launch.dtypes import ITEMSIZE, SLOT_ITEMSIZE, TENSOR_MAP
 from phobos.launch.errors import ContractError
 from phobos.launch.tensormaps import DATA_TYPE, SWIZZLE
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: tensormap slots; a format-1 contract (without them) reads as ever
+READABLE_VERSIONS = (1, 2)
 SLOT_KINDS = ("pointer", "stride", "extent", "scalar", "tensormap")
 
 
@@ -91,10 +92,11 @@ def read_contract(source: str | Mapping[str, Any]) -> LaunchContract:
     if not isinstance(raw, Mapping):
         raise ContractError(f"a launch contract is a JSON object, got {type(raw).__name__}")
     version = raw.get("format_version")
-    if version != FORMAT_VERSION:
+    if version not in READABLE_VERSIONS:
         raise ContractError(
-            f"launch contract format {version} is not {FORMAT_VERSION}, the format this "
-            "phobos-launch reads; recompile the kernel with a matching phobos-compile"
+            f"launch contract format {version} is not one this phobos-launch reads "
+            f"({', '.join(map(str, READABLE_VERSIONS))}); recompile the kernel with a matching "
+            "phobos-compile"
         )
     try:
         contract = _build(raw)

@@ -15,6 +15,7 @@ Coordinates are 32-bit: 64-bit variants copy with ``cp.async``.
 from __future__ import annotations
 
 from phobos.compile.gpu import ir
+from phobos.compile.gpu.arch import capability
 
 ROW_BYTES = 16  # what TMA needs of the base and of every stride but the last
 MAX_BOX = 256
@@ -28,7 +29,7 @@ def tma_box(kernel: ir.Kernel, copy: ir.CopyAsync, buffer: ir.Shared) -> tuple[i
     tensor = copy.tensor
     lengths = copy.lengths
     if not (
-        _has_tma(kernel.arch)
+        capability(kernel.arch) >= 90
         and kernel.index_width == 32
         and 2 <= len(lengths) <= MAX_RANK
         and all(n is None for n in lengths[:-2])
@@ -50,8 +51,3 @@ def atoms(buffer: ir.Shared) -> int:
     """How many boxes fill one stage of ``buffer``."""
     layout = buffer.layout
     return layout.cols * layout.element_bytes // layout.width
-
-
-def _has_tma(arch: str) -> bool:
-    digits = "".join(ch for ch in arch.removeprefix("sm_") if ch.isdigit())
-    return bool(digits) and int(digits) >= 90
