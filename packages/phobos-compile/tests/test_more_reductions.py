@@ -124,22 +124,24 @@ def kernel_of(dtype: str, op: str, rows: int = 4, cols: int = 16) -> ir.Kernel:
 
 
 def data(rng: np.random.Generator, m: int, n: int, dtype: str, specials: bool = True):
-    """Values for ``dtype``: ints over the whole range (products wrap), floats ±1, ±2, ±0.5
-    (with NaN, ±inf where ``specials``), bools; each row has its own share of zeros (none,
+    """Values for ``dtype``: ints over the whole range (products wrap; half the rows odd, so
+    that their products do not wrap to 0), floats ±1, ±2, ±0.5 (with NaN, ±inf in about a
+    third of the rows where ``specials``), bools; each row has its own share of zeros (none,
     few, half, all), so that ``any`` and ``all`` see both answers."""
-    share = rng.choice([0.0, 0.02, 0.5, 1.0], (m, 1))
+    share = rng.choice([0.0, 0.002, 0.5, 1.0], (m, 1))
     zero = rng.random((m, n)) < share
     if dtype == "bool":
         return ~zero
     if dtype in INTS:
         info = np.iinfo(NUMPY[dtype])
         x = rng.integers(info.min, info.max, (m, n), dtype=NUMPY[dtype], endpoint=True)
+        x |= (rng.random((m, 1)) < 0.5).astype(NUMPY[dtype])
         x[zero] = 0
         return x
     x = rng.choice([1.0, -1.0, 2.0, -2.0, 0.5, -0.5], (m, n))
     x[zero] = 0.0
     if specials:
-        special = rng.random((m, n))
+        special = np.where(rng.random((m, 1)) < 0.3, rng.random((m, n)), 1.0)
         x[special < 0.01] = np.nan
         x[(special >= 0.01) & (special < 0.02)] = np.inf
         x[(special >= 0.02) & (special < 0.03)] = -np.inf
