@@ -38,6 +38,7 @@ def body(ph: str) -> str:
         "literals",
         "control",
         "math",
+        "reductions",
     ],
 )
 def test_the_corpus_converts_to_its_expected_python(data: Path, name: str) -> None:

@@ -420,7 +420,7 @@ def reduce_kernel(op: str, axis: int, shape: tuple[int, int], window: tuple[int,
     return kernel([x, out], ir.Store(out, (win(0, kept),), reduced))
 
 
-@pytest.mark.parametrize("op", ["sum", "max", "min"])
+@pytest.mark.parametrize("op", ["sum", "prod", "max", "min"])
 @pytest.mark.parametrize("axis", [0, 1])
 def test_reductions_treat_absent_lanes_as_identity(op, axis):
     data = np.array([[-3.0, 5.0, 1.0], [2.0, -7.0, 4.0]], np.float32)

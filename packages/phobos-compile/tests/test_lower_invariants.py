@@ -38,6 +38,10 @@ CALLS = (
     "index",
     "sum",
     "max",
+    "prod",
+    "any",
+    "all",
+    "xor_sum",
     "trans",
     "fill",
     "maximum",
@@ -57,7 +61,7 @@ def random_expr(rng: random.Random, depth: int) -> str:
         return rng.choice("-!~") + random_expr(rng, depth - 1)
     args = ", ".join(random_expr(rng, depth - 1) for _ in range(rng.randint(1, 3)))
     func = rng.choice(CALLS)
-    if func in ("sum", "max") and rng.random() < 0.5:
+    if func in ("sum", "max", "prod", "any", "all", "xor_sum") and rng.random() < 0.5:
         args += ", axis=" + rng.choice(("0", "1", "B", "n"))
     return f"{func}({args})"
 

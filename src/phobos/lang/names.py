@@ -161,6 +161,22 @@ where = _builtin("where", "where(c, a, b)", "Elementwise a where c is true, else
 sum = _builtin("sum", "sum(t, axis=k)", "Sum along an axis; absent lanes count as 0.")
 max = _builtin("max", "max(t, axis=k)", "Largest along an axis; absent lanes count as -inf.")
 min = _builtin("min", "min(t, axis=k)", "Smallest along an axis; absent lanes count as +inf.")
+prod = _builtin("prod", "prod(t, axis=k)", "Product along an axis; absent lanes count as 1.")
+any = _builtin(
+    "any",
+    "any(t, axis=k)",
+    "Whether some lane along an axis is true (numbers: != 0), a bool; absent lanes count as false.",
+)
+all = _builtin(
+    "all",
+    "all(t, axis=k)",
+    "Whether every lane along an axis is true (numbers: != 0), a bool; absent lanes count as true.",
+)
+xor_sum = _builtin(
+    "xor_sum",
+    "xor_sum(t, axis=k)",
+    "Bitwise xor of integers along an axis; absent lanes count as 0.",
+)
 argmax = _builtin(
     "argmax",
     "argmax(t, axis=k)",
@@ -210,12 +226,12 @@ bool = bool_  # ph.bool (bool_ above, so that this module's code sees Python's b
 
 # fmt: off
 __all__ = [
-    "OutsideKernelError", "abs", "arange", "argmax", "argmin", "atomic_add", "atomic_cas", "atomic_max", "atomic_xchg",
+    "OutsideKernelError", "abs", "all", "any", "arange", "argmax", "argmin", "atomic_add", "atomic_cas", "atomic_max", "atomic_xchg",
     "bf16", "bool", "ceil", "clamp", "const", "cos", "ctx", "dot", "erf", "exp", "exp2", "expm1",
     "f16", "f32", "f64", "fill", "floor", "fma", "i8", "i16", "i32", "i64", "index", "inf",
     "isfinite", "isinf", "isnan", "let", "log", "log1p", "log2", "max", "maximum", "min",
-    "minimum", "popcount", "pow", "round", "rsqrt", "sigmoid", "sign", "sin", "sqrt", "sum",
+    "minimum", "popcount", "pow", "prod", "round", "rsqrt", "sigmoid", "sign", "sin", "sqrt", "sum",
     "tanh", "tensor", "trace", "trans", "trunc", "u8", "u16", "u32", "u64", "umulhi", "var",
-    "where", "zeros",
+    "where", "xor_sum", "zeros",
 ]
 # fmt: on

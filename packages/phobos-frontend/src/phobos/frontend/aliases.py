@@ -30,7 +30,8 @@ LANG_NAMES = frozenset(
         *("expm1", "log1p", "tanh", "sigmoid", "erf", "sin", "cos", "pow", "floor", "ceil"),
         *("round", "trunc", "sign", "clamp", "fma", "isnan", "isinf", "isfinite"),
         *("popcount", "umulhi"),
-        *("sum", "max", "min", "argmax", "argmin", "dot", "trans", "arange", "fill", "trace"),
+        *("sum", "prod", "max", "min", "any", "all", "xor_sum", "argmax", "argmin"),
+        *("dot", "trans", "arange", "fill", "trace"),
         *("atomic_add", "atomic_max", "atomic_xchg", "atomic_cas"),
         # Its modules, which host code may import too.
         *("definition", "dispatch", "errors", "names", "source", "tuning", "variant"),

@@ -58,6 +58,8 @@ PYTHON_BUILTIN_HELP = {
     "max": "write ph.max(t, axis=k) to reduce, or ph.maximum(a, b) for the larger of two",
     "min": "write ph.min(t, axis=k) to reduce, or ph.minimum(a, b) for the smaller of two",
     "sum": "write ph.sum(t, axis=k)",
+    "any": "write ph.any(t, axis=k)",
+    "all": "write ph.all(t, axis=k)",
     "int": "write a cast: ph.i32(x), ph.i64(x) or ph.index(x)",
     "float": "write a cast: ph.f32(x), ph.f16(x), ...",
     "bool": "write a cast, ph.bool(x), or a comparison such as x != 0",

@@ -1,4 +1,10 @@
-"""The reductions: ``sum``, ``max`` and ``min`` along an axis, and ``argmax``/``argmin``.
+"""The reductions along an axis: ``sum``, ``prod``, ``max``, ``min``, ``any``, ``all``,
+``xor_sum`` (``ir/reduction_ops.py`` holds what each takes, its identity and whether it
+widens), and ``argmax``/``argmin``.
+
+``any`` and ``all`` reduce bools; a tile of numbers is read as ``t != 0`` (as numpy's
+``any`` and ``all`` read it: NaN counts as true), made here, so the back ends see bools
+only.  ``xor_sum`` takes integers.
 
 ``argmax(t, axis=k)`` is the index (i32) of the first largest present lane along the
 axis: the first NaN where there is one (as ``numpy.argmax``), -1 where no lane is
@@ -20,6 +26,7 @@ from phobos.compile.check.scope import Scope
 from phobos.compile.check.types import Value, is_numeric
 from phobos.compile.diagnostics import error
 from phobos.compile.ir import nodes as ir
+from phobos.compile.ir import reduction_ops
 from phobos.compile.syntax import ast
 
 if TYPE_CHECKING:
@@ -50,8 +57,6 @@ def _operand(lw: Expressions, call: ast.Call, scope: Scope) -> tuple[ir.Expr, in
                 help=f"use an axis from 0 to {rank - 1}",
             )
         axis %= rank
-    if not is_numeric(tile.type.dtype):
-        raise error(call.span, f"{call.func}() needs numbers, got {tile.type.dtype}")
     return tile, axis
 
 
@@ -66,12 +71,67 @@ def _reduction(lw: Expressions, call: ast.Call, scope: Scope) -> Value:
             f"`{lw.ctx.spelling.call(elementwise, 'a', 'b')}`",
         )
     tile, axis = _operand(lw, call, scope)
+    op = reduction_ops.REDUCTIONS[call.func]
+    dtype = tile.type.dtype
+    kind = reduction_ops.kind(dtype)
+    if kind not in op.accepts:
+        if not (op.truth and kind in reduction_ops.NUMBERS):
+            raise _refused(lw, call, dtype)
+        tile = _nonzero(tile, call.span)
     return _reduce(call.func, tile, axis, call.span)
+
+
+# For a reduction of numbers given bools: the reduction of bools it may have meant.
+_OF_BOOLS = {
+    "prod": ("all", "the product of bools"),
+    "min": ("all", "the smallest of bools"),
+    "max": ("any", "the largest of bools"),
+}
+# The integer type of a float's width, for xor_sum's help.
+_SAME_WIDTH = {"f16": "i16", "bf16": "i16", "f32": "i32", "f64": "i64"}
+
+
+def _refused(lw: Expressions, call: ast.Call, dtype: str) -> Exception:
+    """The error for a reduction of a type it does not take, with what to write."""
+    sp, func, t = lw.ctx.spelling, call.func, describe(call.args[0])
+    rest = [f"{k.name}={describe(k.value)}" for k in call.keywords]
+    if func == "xor_sum":
+        if dtype == "bool":
+            return error(
+                call.span,
+                "xor_sum() needs integers, got bool",
+                help=f"for the parity of the true lanes write "
+                f"`{sp.call(func, sp.call('i32', t), *rest)}` (1 where an odd number hold true)",
+            )
+        wide = _SAME_WIDTH[dtype]
+        return error(
+            call.span,
+            f"xor_sum() needs integers, got {dtype}",
+            help=f"xor_sum combines the bits of integers; cast first: "
+            f"`{sp.call(func, sp.call(wide, t), *rest)}` (a cast converts the value, not its bits)",
+        )
+    if func in _OF_BOOLS:
+        other, what = _OF_BOOLS[func]
+        help = f"{what} is `{sp.call(other, t, *rest)}`"
+    else:
+        help = f"count the true lanes with `{sp.call(func, sp.call('i32', t), *rest)}`"
+    return error(call.span, f"{func}() needs numbers, got {dtype}", help=help)
+
+
+def _nonzero(tile: ir.Expr, span) -> ir.Expr:
+    """``tile != 0``: the truth of each lane of a tile of numbers."""
+    t = tile.type
+    assert isinstance(t, ir.TileT)
+    zero = ir.Const(0.0 if t.dtype in ir.FLOAT_DTYPES else 0, ir.ScalarT(t.dtype), span)
+    truth = ir.TileT("bool", t.shape, t.partial)
+    return ir.Binary("ne", tile, to_shape(zero, t.shape, span), truth, span)
 
 
 def _arg_reduction(lw: Expressions, call: ast.Call, scope: Scope) -> Value:
     tile, axis = _operand(lw, call, scope)
     t = tile.type
+    if not is_numeric(t.dtype):
+        raise error(call.span, f"{call.func}() needs numbers, got {t.dtype}")
     assert isinstance(t, ir.TileT)
     span, shape, n = call.span, t.shape, t.shape[axis]
     x = _bound(lw, call.func, tile, span)  # each value computed once, read where needed
@@ -146,9 +206,7 @@ def _lane_index(shape: tuple[int, ...], axis: int, span) -> ir.Expr:
 
 
 REDUCTIONS = {
-    "sum": _reduction,
-    "max": _reduction,
-    "min": _reduction,
+    **dict.fromkeys(reduction_ops.REDUCTIONS, _reduction),
     "argmax": _arg_reduction,
     "argmin": _arg_reduction,
 }

@@ -52,24 +52,3 @@ def literal(value: int | float | bool, dtype: str) -> str:
     if dtype == "i32" and value >= 0:
         return str(value)
     return f"{ctype(dtype)}({value}{suffix})"
-
-
-def lowest(dtype: str, index_width: int = 32) -> str:
-    """The identity of max: -inf for floats, the smallest value for integers."""
-    if dtype in _FLOATS:
-        return literal(-math.inf, dtype)
-    if dtype == "bool":
-        return "false"
-    if dtype.startswith("u"):
-        return literal(0, dtype)
-    return literal(-(1 << (element_bits(dtype) - 1)), dtype)
-
-
-def highest(dtype: str, index_width: int = 32) -> str:
-    """The identity of min: +inf for floats, the largest value for integers."""
-    if dtype in _FLOATS:
-        return literal(math.inf, dtype)
-    if dtype == "bool":
-        return "true"
-    bits = element_bits(dtype)
-    return literal((1 << bits) - 1 if dtype.startswith("u") else (1 << (bits - 1)) - 1, dtype)

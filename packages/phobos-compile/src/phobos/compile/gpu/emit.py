@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass
 
 from phobos.compile.gpu import ir
-from phobos.compile.gpu.cdtypes import ctype, highest, literal, lowest
+from phobos.compile.gpu.cdtypes import ctype, literal
 from phobos.compile.gpu.layouts import (
     WARP,
     Layout,
@@ -27,6 +27,7 @@ from phobos.compile.gpu.layouts import (
 )
 from phobos.compile.gpu.passes.cta import element_bytes
 from phobos.compile.gpu.signature import Signature, build_signature
+from phobos.compile.ir import reduction_ops
 from phobos.compile.span import Span
 
 RUNTIME_HEADER = "phobos_gpu.cuh"
@@ -448,8 +449,10 @@ class _Printer:
         c = ctype(op.result.dtype)
         self.line(f"{c} value = {self.lane(op.operands[0])};")
         for bit in lanes:
-            partner = f"phobos::shuffle_xor(value, {1 << bit})"
-            self.line(f"value = {_combine(op.op, 'value', partner)};")
+            # The shuffle is a statement of its own: every lane must run it, and in a combine
+            # such as ``value && partner`` it would be skipped where ``value`` is false.
+            self.line(f"{c} partner{bit} = phobos::shuffle_xor(value, {1 << bit});")
+            self.line(f"value = {_combine(op.op, 'value', f'partner{bit}')};")
         self.line(self.put(op.result, "r", "value"))
         self.close()
 
@@ -1272,17 +1275,11 @@ def _wrap(text: str, dtype: str) -> str:
 
 
 def _identity(op: str, dtype: str, index_width: int) -> str:
-    if op in ("sum", "any"):
-        return literal(0, dtype)
-    return lowest(dtype, index_width) if op == "max" else highest(dtype, index_width)
+    return literal(reduction_ops.identity(op, dtype, index_width), dtype)
 
 
 def _combine(op: str, a: str, b: str) -> str:
-    if op == "sum":
-        return f"({a} + {b})"
-    if op == "any":
-        return f"({a} || {b})"
-    return f"phobos::{op}({a}, {b})"
+    return reduction_ops.combine_c(op, a, b)
 
 
 def _tree(op: str, terms: list[str], identity: str) -> str:

@@ -51,6 +51,7 @@ from phobos.compile.interp.dtypes import (
     round_to_bf16,
 )
 from phobos.compile.ir import nodes as tir
+from phobos.compile.ir import reduction_ops
 
 
 class ExecutionError(Exception):
@@ -1177,41 +1178,24 @@ def _accumulator(dtype: str) -> np.dtype:
 
 
 def _identity(op: str, dtype: str):
-    np_dtype = _np(dtype)
-    if op in ("sum", "any"):
-        return np_dtype.type(0)
-    if np_dtype.kind == "b":
-        return np.bool_(op == "min")
-    if np_dtype.kind == "f":
-        return np_dtype.type(-np.inf if op == "max" else np.inf)
-    info = np.iinfo(np_dtype)
-    return np_dtype.type(info.min if op == "max" else info.max)
+    return _np(dtype).type(reduction_ops.identity(op, dtype))
+
+
+def _ufunc(op: str) -> np.ufunc:
+    return getattr(np, reduction_ops.REDUCTIONS[op].numpy)
 
 
 def _combine_reduce(op: str, values: np.ndarray, axis: int) -> np.ndarray:
-    if op == "sum":
-        return values.sum(axis=axis, dtype=values.dtype)
-    if op == "any":
-        return values.any(axis=axis).astype(values.dtype)
-    return (np.maximum if op == "max" else np.minimum).reduce(values, axis=axis)
+    return _ufunc(op).reduce(values, axis=axis).astype(values.dtype)
 
 
 def _combine_pair(op: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    if op == "sum":
-        return a + b
-    if op == "any":
-        return (a.astype(bool) | b.astype(bool)).astype(a.dtype)
-    return np.maximum(a, b) if op == "max" else np.minimum(a, b)
+    return _ufunc(op)(a, b).astype(a.dtype)
 
 
 def _reduce(op: str, dense: np.ndarray, axis: int, operand_dtype: str, result_dtype: str):
-    acc = _accumulator(operand_dtype)
-    if op == "any":
-        out = dense.astype(bool).any(axis=axis)
-    elif op == "sum":
-        out = dense.astype(acc).sum(axis=axis, dtype=acc)
-    else:
-        out = (np.maximum if op == "max" else np.minimum).reduce(dense, axis=axis)
+    acc = _np(reduction_ops.accumulator(op, operand_dtype))
+    out = _ufunc(op).reduce(dense.astype(acc), axis=axis, dtype=acc)
     out = np.asarray(out).astype(_np(result_dtype))
     return _round(out, result_dtype)
 

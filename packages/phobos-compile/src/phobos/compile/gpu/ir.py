@@ -331,7 +331,7 @@ class Permute(Op):
 
 @dataclass(eq=False, kw_only=True)
 class Reduce(Op):
-    """``op`` ("sum", "max", "min", "any") along ``axis``; expanded by ``passes/reductions.py``.
+    """``op`` (``ir/reduction_ops.py``) along ``axis``; expanded by ``passes/reductions.py``.
 
     Operands: the tile, and with ``masked`` a bool tile of its shape: lanes where it is
     false count as the identity (absent lanes), each as it is combined."""

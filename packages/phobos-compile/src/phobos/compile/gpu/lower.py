@@ -36,9 +36,8 @@ from phobos.compile.gpu.presence import (
     without,
 )
 from phobos.compile.ir import nodes as tir
+from phobos.compile.ir import reduction_ops
 from phobos.compile.span import Span
-
-_IDENTITY_ZERO = ("sum",)  # reductions whose identity is 0: a load's zero lanes need no select
 
 
 @dataclass(frozen=True)
@@ -362,7 +361,7 @@ class _Lowerer:
         shape = e.operand.type.shape  # type: ignore[union-attr]
         operands = [x.value]
         needs_mask = depends_on(x.presence, e.axis)
-        if needs_mask and not (x.zero_absent and e.op in _IDENTITY_ZERO):
+        if needs_mask and not (x.zero_absent and reduction_ops.identity_is_zero(e.op)):
             present = mask(self.b, x.presence, shape, {e.axis})
             assert present is not None
             operands.append(present)
@@ -769,19 +768,6 @@ def _operands(e: tir.Expr) -> list[tir.Expr]:
         return [e.left, e.right]
     assert isinstance(e, tir.Select)
     return [e.cond, e.if_true, e.if_false]
-
-
-def _identity(op: str, dtype: str) -> int | float | bool:
-    if op == "sum":
-        return 0
-    if dtype == "bool":
-        return op == "min"
-    if dtype in tir.FLOAT_DTYPES:
-        return float("-inf") if op == "max" else float("inf")
-    bits = 8 * tir.DTYPE_BYTES[dtype]
-    if dtype.startswith("u"):
-        return 0 if op == "max" else (1 << bits) - 1
-    return -(1 << (bits - 1)) if op == "max" else (1 << (bits - 1)) - 1
 
 
 def _inside(start: tir.Expr, length: int, dim: str | int) -> bool:

@@ -1,7 +1,8 @@
 """``Reduce`` and ``Dot``: absent lanes count as the operation's identity.
 
-A result lane is absent only when every lane it combines is absent.  Sums of
-f16/bf16 and dots of f16/bf16 accumulate in f32 (as the GPU's reductions and
+A result lane is absent only when every lane it combines is absent.  The
+identities and combines are ``ir/reduction_ops.py``'s.  Sums and products of
+f16/bf16, and dots of f16/bf16, accumulate in f32 (as the GPU's reductions and
 tensor cores do) and round once to the result type.
 """
 
@@ -11,31 +12,20 @@ import numpy as np
 
 from phobos.compile.interp.dtypes import compute_dtype, round_to_bf16
 from phobos.compile.interp.tiles import Tile, both_valid
+from phobos.compile.ir import reduction_ops
 
-_NARROW_FLOATS = ("f16", "bf16")
 
-
-def identity(op: str, dtype: np.dtype) -> np.generic:
-    """The value an absent lane counts as: 0 for sum, the lowest value for max, the highest for min."""
-    if op == "sum":
-        return dtype.type(0)
-    if dtype.kind == "b":
-        return dtype.type(op == "min")
-    if dtype.kind == "f":
-        return dtype.type(-np.inf if op == "max" else np.inf)
-    limits = np.iinfo(dtype)
-    return dtype.type(limits.min if op == "max" else limits.max)
+def identity(op: str, dtype: str) -> np.generic:
+    """The value an absent lane of a ``dtype`` operand counts as (``ir/reduction_ops.py``)."""
+    return compute_dtype(dtype).type(reduction_ops.identity(op, dtype))
 
 
 def reduce(op: str, tile: Tile, axis: int, operand_dtype: str, result_dtype: np.dtype):
     """Reduce ``tile`` along ``axis``; a 1-D tile gives a scalar (the identity if all absent)."""
-    values = tile.present(identity(op, tile.values.dtype))
-    if op == "sum":
-        accumulate = np.float32 if operand_dtype in _NARROW_FLOATS else result_dtype
-        reduced = values.sum(axis=axis, dtype=accumulate).astype(result_dtype)
-    else:
-        combine = np.maximum if op == "max" else np.minimum
-        reduced = combine.reduce(values, axis=axis).astype(result_dtype)
+    values = tile.present(identity(op, operand_dtype))
+    accumulate = compute_dtype(reduction_ops.accumulator(op, operand_dtype))
+    combine = getattr(np, reduction_ops.REDUCTIONS[op].numpy)
+    reduced = combine.reduce(values, axis=axis, dtype=accumulate).astype(result_dtype)
     if operand_dtype == "bf16":
         reduced = round_to_bf16(reduced)
     if tile.values.ndim == 1:

@@ -14,9 +14,10 @@ Semantics, which both back ends implement:
 
 * ``Load`` of a window: lanes outside the tensor are absent and never read.
 * elementwise ops: a lane is absent where any operand's lane is absent.
-* ``Reduce`` and ``Dot``: absent lanes count as the op's identity (0 for sum
-  and dot, -inf for max, +inf for min); a result lane is absent only when every
-  lane it reduces is absent.
+* ``Reduce`` and ``Dot``: absent lanes count as the op's identity (0 for sum,
+  xor_sum and dot, 1 for prod, -inf for max, +inf for min, false for any, true
+  for all: ``reduction_ops.py``); a result lane is absent only when every lane it
+  reduces is absent.
 * ``Fill``: absent lanes take a value; the result has none absent.
 * ``Store``: absent lanes (of the value, or outside the tensor) are skipped.
 
@@ -284,7 +285,7 @@ class Broadcast:
 
 @dataclass(frozen=True)
 class Reduce:
-    """``op`` ("sum", "max", "min") along ``axis``; a 1-D tile reduces to a scalar."""
+    """``op`` (``reduction_ops.REDUCTIONS``) along ``axis``; a 1-D tile reduces to a scalar."""
 
     op: str
     operand: Expr

@@ -13,8 +13,9 @@ along the axis:
    barrier pass's).
 
 The result is in ``L.sliced(axis)``: a row's total is held by every thread of the
-row, so broadcasting it back over the row moves nothing.  f16, bf16 and narrow
-integers accumulate in f32 and 32 bits and round once, as the interpreter does.
+row, so broadcasting it back over the row moves nothing.  A sum or product
+(``ir/reduction_ops.py``: the reductions that widen) of f16, bf16 or narrow integers
+accumulates in f32 or 32 bits and rounds once, as the interpreter does.
 """
 
 from __future__ import annotations
@@ -24,8 +25,7 @@ import math
 from phobos.compile.gpu import ir
 from phobos.compile.gpu.layouts import plain_rows
 from phobos.compile.gpu.passes.cta import element_bytes
-
-_WIDER = {"f16": "f32", "bf16": "f32", "i8": "i32", "i16": "i32", "u8": "u32", "u16": "u32"}
+from phobos.compile.ir import reduction_ops
 
 
 def expand_reductions(kernel: ir.Kernel) -> None:
@@ -57,7 +57,7 @@ def _steps(reduce: ir.Reduce) -> list[ir.Op]:
     assert layout is not None, "reductions expand after layout assignment"
     axis, kind, span = reduce.axis, reduce.op, reduce.span
     ops: list[ir.Op] = []
-    acc = _WIDER.get(x.dtype, x.dtype) if kind == "sum" else x.dtype
+    acc = reduction_ops.accumulator(kind, x.dtype)
     value = x
     if acc != x.dtype:
         ops.append(
