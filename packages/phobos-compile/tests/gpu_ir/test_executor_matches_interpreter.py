@@ -252,6 +252,21 @@ def cases():
                 yield pytest.param(kernel, values, arch, specialised, id=ident)
 
 
+def row_alignment(tile, args) -> dict[str, int]:
+    """Each tensor's row alignment as ``phobos.lang`` reads it from its array: the largest
+    power of two up to 16 dividing every row stride in bytes (1 for an empty array)."""
+    out = {}
+    for param, arg in zip(tile.params, args):
+        if isinstance(arg, np.ndarray) and arg.ndim:
+            rows = [s for s, n in zip(arg.strides[:-1], arg.shape[:-1]) if n > 1]
+            align = 16
+            for s in rows:
+                while s % align:
+                    align //= 2
+            out[param.name] = 1 if arg.size == 0 else align
+    return out
+
+
 def test_every_example_kernel_has_inputs():
     assert sorted(KERNELS) == sorted(GRIDS), "add the new kernel's inputs and grid to GRIDS"
 
@@ -283,15 +298,18 @@ def test_the_sample_covers_each_kernel_three_ways():
 @pytest.mark.parametrize(("kernel", "values", "arch", "specialised"), list(cases()))
 def test_executor_matches_interpreter(kernel, values, arch, specialised):
     tile = lower(MODULES[KERNELS[kernel]], kernel, values)
+    rng = np.random.default_rng(sum(map(ord, kernel)))
+    args, grid = GRIDS[kernel](values, rng)
+    facts = specialisation(tile, specialised)
+    if specialised:  # rows on what the arrays give, as a launch reads it (TMA where 16)
+        facts["row_align"] = row_alignment(tile, args)
     try:
-        gpu = pipeline.build(tile, arch=arch, index_width=32, **specialisation(tile, specialised))
+        gpu = pipeline.build(tile, arch=arch, index_width=32, **facts)
     except PhobosError as exc:  # a variant past a limit is refused (the tuner prunes it)
         assert exc.only_limits and "registers a thread" in exc.message, exc
         assert values["BM"] * values["BN"] > 255 * values["NUM_THREADS"]
         return
     assert_took_the_path(gpu, tile, arch, specialised)
-    rng = np.random.default_rng(sum(map(ord, kernel)))
-    args, grid = GRIDS[kernel](values, rng)
     expected = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
     got = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
     interpret(tile, grid, expected)
@@ -307,6 +325,10 @@ def assert_took_the_path(gpu: ir.Kernel, tile: tir.Kernel, arch: str, specialise
         assert not ops(gpu, ir.Wgmma)
     if not specialised:
         assert not ops(gpu, ir.CopyAsync)
+    if arch == "sm_80" or not specialised:
+        assert not ops(gpu, ir.CopyTma)
+    elif tile.name == "attention_forward" and dict(tile.values)["D"] >= 64:
+        assert ops(gpu, ir.CopyTma)  # k and v by TMA: rows on 16 bytes, both in wgmma layouts
     if tile.name == "matmul":
         assert dots
         if arch == "sm_80":
