@@ -138,14 +138,14 @@ def copy_args():
 
 
 def test_a_read_of_cp_async_bytes_before_their_wait_fails():
-    with pytest.raises(ExecutionError, match=r"before its cp\.async landed"):
+    with pytest.raises(ExecutionError, match=r"before its asynchronous copy landed"):
         execute(copy_program(wait=False), (1,), list(copy_args()))
 
 
 def test_a_barrier_does_not_stand_in_for_the_wait():
     k = with_barriers(copy_program(wait=False))
     assert count(k, ir.Barrier) == 1
-    with pytest.raises(ExecutionError, match=r"before its cp\.async landed"):
+    with pytest.raises(ExecutionError, match=r"before its asynchronous copy landed"):
         execute(k, (1,), list(copy_args()))
 
 
