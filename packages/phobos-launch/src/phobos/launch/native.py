@@ -40,7 +40,6 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from phobos.launch.binder import Source
 from phobos.launch.errors import LaunchWarning
 from phobos.launch.private import Untrusted, folder_problem, make_folder, read_checked
 from phobos.launch.table import FastLaunch, LaunchTable, Read, c_header
@@ -72,8 +71,6 @@ def native_launch(table: LaunchTable) -> FastLaunch | None:
     cai = any(table.tensors[i].read == Read.CAI for i in range(table.ntensors))
     if not table.launch or (cai and not table.pointer_attribute):
         return None
-    if any(table.slots[i].source == Source.TENSORMAP for i in range(table.nslots)):
-        return None  # TMA descriptors: the generated Python makes them (the C path does not yet)
     module = native_module()
     return None if module is None else module.FastLaunch(table)
 

@@ -48,6 +48,15 @@ typedef struct {
     PyCFunction method;
 } Accessor;
 
+/* A TMA descriptor a slot packed last, with the array layout it describes. */
+enum { TENSOR_MAP_BYTES = 128, MAX_TENSOR_MAPS = 8 };
+typedef struct {
+    int known;
+    uint64_t ptr;
+    int64_t shape[MAX_RANK], strides[MAX_RANK];
+    unsigned char bytes[TENSOR_MAP_BYTES];
+} KeptMap;
+
 typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
@@ -61,6 +70,7 @@ typedef struct {
     void **kernel_params;
     unsigned int versions[MAX_TENSORS]; /* each torch type's version tag when resolved */
     Accessor accessors[MAX_TENSORS][N_ACCESSORS];
+    KeptMap maps[MAX_TENSOR_MAPS]; /* by a tensormap slot's b (its index among them) */
 } FastLaunch;
 
 static PyObject *empty_tuple, *accessor_names[N_ACCESSORS];
@@ -295,6 +305,53 @@ static int read_stream(FastLaunch *self, PyObject *stream, uint64_t *handle) {
     return ok;
 }
 
+/* A TMA descriptor into DST: the one kept for this array layout, else the slot's reader's
+   (phobos.launch.tensormaps.TensorMaps, which asks the driver), kept.  1 packed, 0 gives
+   up (the reference path then explains), -1 raises. */
+static int pack_tensor_map(FastLaunch *self, const SlotEntry *slot, char *dst, uint64_t ptr,
+                           const int64_t *shape, const int64_t *strides) {
+    KeptMap *kept = &self->maps[slot->b];
+    int rank = self->t->tensors[slot->a].rank;
+    size_t axes = (size_t)rank * sizeof(int64_t);
+    if (kept->known && kept->ptr == ptr && !memcmp(kept->shape, shape, axes) &&
+        !memcmp(kept->strides, strides, axes)) {
+        memcpy(dst, kept->bytes, TENSOR_MAP_BYTES);
+        return 1;
+    }
+    PyObject *shape_tuple = PyTuple_New(rank), *strides_tuple = PyTuple_New(rank);
+    PyObject *made = NULL;
+    int ok = shape_tuple && strides_tuple;
+    for (int a = 0; ok && a < rank; a++) {
+        PyObject *n = PyLong_FromLongLong(shape[a]), *s = PyLong_FromLongLong(strides[a]);
+        ok = n && s;
+        if (n) PyTuple_SET_ITEM(shape_tuple, a, n);
+        if (s) PyTuple_SET_ITEM(strides_tuple, a, s);
+    }
+    if (ok) {
+        PyObject *address = PyLong_FromUnsignedLongLong(ptr);
+        made = address ? PyObject_CallFunctionObjArgs(slot->reader, address, shape_tuple,
+                                                      strides_tuple, NULL)
+                       : NULL;
+        Py_XDECREF(address);
+    }
+    Py_XDECREF(shape_tuple);
+    Py_XDECREF(strides_tuple);
+    if (made == NULL) {
+        return give_up() ? -1 : 0;
+    }
+    ok = PyBytes_Check(made) && PyBytes_GET_SIZE(made) == TENSOR_MAP_BYTES;
+    if (ok) {
+        memcpy(kept->bytes, PyBytes_AS_STRING(made), TENSOR_MAP_BYTES);
+        memcpy(dst, kept->bytes, TENSOR_MAP_BYTES);
+        kept->ptr = ptr;
+        memcpy(kept->shape, shape, axes);
+        memcpy(kept->strides, strides, axes);
+        kept->known = 1;
+    }
+    Py_DECREF(made);
+    return ok;
+}
+
 /* The checks of a tensor's layout once read: alignment, unit stride, rows, the 32-bit span. */
 static int layout_fits(const TensorEntry *spec, const int64_t *shape, const int64_t *strides,
                        uint64_t ptr, int strides_read) {
@@ -467,6 +524,10 @@ static PyObject *launch_args(FastLaunch *self, PyObject *grid, PyObject *args, P
             STEP(pack_integer(dst, slot->type, strides[slot->a][slot->b], 0, 0));
             break;
         case SOURCE_EXTENT: STEP(pack_integer(dst, slot->type, extents[slot->a], 0, 0)); break;
+        case SOURCE_TENSORMAP:
+            STEP(pack_tensor_map(self, slot, dst, ptrs[slot->a], shapes[slot->a],
+                                 strides[slot->a]));
+            break;
         default: STEP(pack_scalar(self, slot, items[slot->a]));
         }
     }
@@ -555,9 +616,11 @@ static int table_fits(const LaunchTable *t) {
     }
     for (int s = 0; s < t->nslots; s++) {
         const SlotEntry *slot = &t->slots[s];
-        int a = slot->a, bad = slot->type < TYPE_BOOL || slot->type > TYPE_F64 ||
+        int a = slot->a, bad = slot->type < TYPE_BOOL || slot->type > TYPE_TMAP ||
                               slot->offset < 0 || a < 0 || slot->b < 0 ||
-                              (slot->source != SOURCE_SCALAR && slot->type >= TYPE_F16);
+                              (slot->source != SOURCE_SCALAR && slot->type >= TYPE_F16 &&
+                               slot->source != SOURCE_TENSORMAP) ||
+                              ((slot->source == SOURCE_TENSORMAP) != (slot->type == TYPE_TMAP));
         switch (slot->source) {
         case SOURCE_POINTER: bad |= a >= t->ntensors || slot->type != TYPE_U64; break;
         case SOURCE_STRIDE:
@@ -567,6 +630,11 @@ static int table_fits(const LaunchTable *t) {
         case SOURCE_EXTENT: bad |= a >= t->nextents; break;
         case SOURCE_SCALAR:
             bad |= a >= t->nargs || !slot->reader || !PyCallable_Check(slot->reader);
+            break;
+        case SOURCE_TENSORMAP:
+            bad |= a >= t->ntensors || slot->b >= MAX_TENSOR_MAPS ||
+                   !t->tensors[a].needs_strides || !slot->reader ||
+                   !PyCallable_Check(slot->reader);
             break;
         default: bad = 1;
         }
@@ -578,6 +646,7 @@ static int table_fits(const LaunchTable *t) {
 }
 
 static int fast_launch_clear(FastLaunch *self) {
+    memset(self->maps, 0, sizeof self->maps);
     Py_CLEAR(self->table);
     Py_CLEAR(self->device_object);
     self->t = NULL;
