@@ -48,6 +48,7 @@ from phobos.compile.pipeline import parse_file
 from phobos.compile.syntax import format_module, parse
 
 from .conftest import assert_same_tensors, execute, ops, specialisation
+from .pruned import assert_a_true_limit
 
 ROOT = Path(__file__).resolve().parents[4]
 EXAMPLES = sorted((ROOT / "examples").glob("*.ph"))
@@ -306,8 +307,7 @@ def test_executor_matches_interpreter(kernel, values, arch, specialised):
     try:
         gpu = pipeline.build(tile, arch=arch, index_width=32, **facts)
     except PhobosError as exc:  # a variant past a limit is refused (the tuner prunes it)
-        assert exc.only_limits and "registers a thread" in exc.message, exc
-        assert values["BM"] * values["BN"] > 255 * values["NUM_THREADS"]
+        assert_a_true_limit(exc, values, arch)
         return
     assert_took_the_path(gpu, tile, arch, specialised)
     expected = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
