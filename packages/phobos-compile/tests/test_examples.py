@@ -47,14 +47,14 @@ WGMMA_TILES = [  # (BM, BN, BK, NUM_THREADS): swizzles of 128 and 64 bytes, 1 an
 
 @pytest.mark.parametrize("tile", WGMMA_TILES, ids=lambda t: "x".join(map(str, t)))
 def test_matmul_compiles_to_warpgroup_mma_for_sm_90a(tile):
-    """ptxas (through nvJitLink) accepts the wgmma k-loop, and it keeps to its registers."""
+    """ptxas accepts the wgmma k-loop, fed by TMA copies, and it keeps to its registers."""
     bm, bn, bk, threads = tile
     values = {"BM": bm, "BN": bn, "BK": bk, "NUM_THREADS": threads, "ACTIVATION": 1}
     (kernel,) = compile_file(
         EXAMPLES / "matmul.ph", "matmul", values, arch="sm_90a", verbose=True
     ).values()
     assert f"wgmma.mma_async.sync.aligned.m64n{bn}k16.f32.f16.f16" in kernel.ptx
-    assert "fence.proxy.async.shared::cta" in kernel.ptx
+    assert "cp.async.bulk.tensor.2d" in kernel.ptx and "mbarrier.try_wait.parity" in kernel.ptx
     assert kernel.resources is not None and kernel.resources.spill_stores == 0
     sm_90 = compile_file(EXAMPLES / "matmul.ph", "matmul", values, arch="sm_90")["matmul"]
     assert "wgmma" not in sm_90.ptx  # sm_90 without "a" keeps mma.sync

@@ -75,10 +75,10 @@ def test_the_default_specialisation_is_the_most_specialised(saxpy_module, saxpy)
     spec = default_specialization(saxpy_module, "saxpy")
     assert spec.index_width == 32
     assert {name for name, _ in spec.tensors} == {"x", "y", "out"}
-    assert all(facts == TensorSpecialization(16, True) for _, facts in spec.tensors)
+    assert all(facts == TensorSpecialization(16, True, 16) for _, facts in spec.tensors)
     contract = saxpy.contract
     assert contract.index_width == 32
-    assert all(t.align == 16 and t.unit_stride for t in contract.tensors)
+    assert all(t.align == 16 and t.unit_stride and t.row_align == 16 for t in contract.tensors)
     assert not any(slot.kind == "stride" for slot in contract.slots)
 
 
