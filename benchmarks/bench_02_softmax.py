@@ -1,10 +1,13 @@
 """Tutorial 02, fused softmax: Phobos against Triton (written as its tutorial does) and torch.
 
 The kernels come from docs/tutorials/02_fused_softmax.py, so the benchmark times
-exactly what the tutorial teaches.  Rows of M=4096 fp32; GB/s counts one read and
-one write of the matrix (2 * M * N * 4 bytes), as Triton's tutorial does.  Every
-system is checked against torch in float64 (relative error below 1e-5, no NaN)
-before it is timed.  Run on a GPU: ``python -m benchmarks.bench_02_softmax``.
+exactly what the tutorial teaches, through its ``run_softmax(x, out)``: the tile
+that holds a row, and ``ROWS`` left to the tuner (its first launch of each shape
+tunes; the row records the variant chosen and the tuning report).  Rows of M=4096
+fp32; GB/s counts one read and one write of the matrix (2 * M * N * 4 bytes), as
+Triton's tutorial does.  Every system is checked against torch in float64 (relative
+error below 1e-5, no NaN) before it is timed.  Run on a GPU:
+``python -m benchmarks.bench_02_softmax``.
 """
 
 from __future__ import annotations
@@ -15,9 +18,6 @@ from benchmarks.common import environment, load_tutorial, median_ms, plot, write
 
 M = 4096
 SIZES = (512, 1024, 2048, 3000, 4096, 8192, 12288)
-# ROWS values tried per size; a block holds at most 16384 lanes (the rest spill).
-ROWS = (1, 2, 4, 8)
-MAX_LANES = 16384
 
 
 def relative_error(got: torch.Tensor, expected: torch.Tensor) -> float:
@@ -41,21 +41,14 @@ def measure(tutorial, triton_run, n: int) -> dict:
     x = torch.randn(M, n, device="cuda")
     expected = torch.softmax(x.double(), dim=1)
     out = torch.empty_like(x)
-    block_n = tutorial.covering_tile(n)
-    row: dict = {"n": n, "block_n": block_n}
-    best_ms, best_rows = float("inf"), 0
-    for rows in ROWS:
-        if rows * block_n > MAX_LANES:
-            continue
-        out.fill_(float("nan"))
-        tutorial.run_softmax(x, out, rows=rows)
-        row[f"phobos_rows{rows}_error"] = checked(f"phobos ROWS={rows}", out, expected)
-        ms = median_ms(lambda: tutorial.run_softmax(x, out, rows=rows))  # noqa: B023
-        row[f"phobos_rows{rows}_gbps"] = gbps(n, ms)
-        if ms < best_ms:
-            best_ms, best_rows = ms, rows
-    row["phobos_gbps"] = gbps(n, best_ms)
-    row["phobos_rows"] = best_rows
+    row: dict = {"n": n, "block_n": tutorial.covering_tile(n)}
+    out.fill_(float("nan"))
+    tutorial.run_softmax(x, out)  # the first launch of the shape tunes ROWS
+    report = tutorial.softmax.tuning_report()
+    row["phobos_error"] = checked("phobos", out, expected)
+    row["phobos_gbps"] = gbps(n, median_ms(lambda: tutorial.run_softmax(x, out)))
+    row["phobos_rows"] = report.choice["ROWS"]
+    row["phobos_tuning"] = str(report)
     out.fill_(float("nan"))
     triton_run(x, out)
     row["triton_error"] = checked("triton", out, expected)

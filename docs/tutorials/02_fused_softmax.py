@@ -81,15 +81,22 @@ def covering_tile(n: int) -> int:
     return min((t for t in tiles if t >= n), default=max(tiles))
 
 
-def run_softmax(x, out, rows: int = 4, block_n: int | None = None, **launch) -> None:
-    """``out = softmax(x)`` along rows: one tile per row when it fits, else the online kernel."""
+def run_softmax(x, out, rows: int | None = None, block_n: int | None = None, **launch) -> None:
+    """``out = softmax(x)`` along rows: one tile per row when it fits, else the online kernel.
+
+    The tile is the narrowest that holds a row (a narrower one would leave columns
+    unwritten, so the single-tile kernel is only right with it); ``ROWS`` is left to the
+    tuner unless ``rows`` fixes it, so each shape gets the rows a block best takes.
+    """
     n = x.shape[1]
     if block_n is None:
         block_n = covering_tile(n)
+    if rows is not None:
+        launch["ROWS"] = rows
     if block_n >= n and block_n <= MAX_TILE:
-        softmax[grid](x, out, ROWS=rows, BLOCK_N=block_n, **launch)
+        softmax[grid](x, out, BLOCK_N=block_n, **launch)
     else:
-        softmax_online[grid](x, out, ROWS=rows, BLOCK_N=min(block_n, MAX_TILE), **launch)
+        softmax_online[grid](x, out, BLOCK_N=min(block_n, MAX_TILE), **launch)
 
 
 def reference(x: np.ndarray) -> np.ndarray:
