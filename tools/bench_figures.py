@@ -54,16 +54,16 @@ FIGURES = [
         "n", "elements", "gbps", "GB/s", (1 << 20, 1 << 24, 1 << 27), "elements",
     ),
     Figure(
-        "02_softmax", "2026-12-02-run32", "bench_02_softmax", "02 fused softmax, fp32, M=4096",
+        "02_softmax", "2026-12-02-run33", "bench_02_softmax", "02 fused softmax, fp32, M=4096",
         "n", "N (columns)", "gbps", "GB/s", (1024, 3000, 4096, 8192, 12288), "N",
     ),
     Figure(
-        "05_layer_norm_forward", "2026-12-02-run32", "bench_05_layer_norm",
+        "05_layer_norm_forward", "2026-12-02-run33", "bench_05_layer_norm",
         "05 layer norm forward, fp16, M=4096", "n", "N (columns)", "forward_gbps", "GB/s",
         (4096, 8192, 12288, 15872), "N",
     ),
     Figure(
-        "05_layer_norm_backward", "2026-12-02-run32", "bench_05_layer_norm",
+        "05_layer_norm_backward", "2026-12-02-run33", "bench_05_layer_norm",
         "05 layer norm backward, fp16, M=4096", "n", "N (columns)", "backward_gbps", "GB/s",
         (4096, 8192, 12288, 15872), "N",
     ),
