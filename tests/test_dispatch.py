@@ -124,3 +124,36 @@ def test_a_variant_is_a_hashable_printable_mapping():
     assert {variant: 1}[Variant.of({"BLOCK": 128, "NUM_THREADS": 64})] == 1
     assert Variant.of(variant) is variant and str(Variant.of({})) == "the only variant"
     assert repr(variant) == "Variant(BLOCK=128, NUM_THREADS=64)"
+
+
+def test_a_launch_that_leaves_names_to_the_tuner_takes_the_tuned_fast_path(driver):
+    """The variant tuned for these shapes and types (set here as the tuner leaves it) is
+    launched through its fast path; the arrays are not read through the adapter for it."""
+    from phobos.lang import tuning
+
+    kernel = ph.kernel(saxpy.__wrapped__)
+    arrays = [CountingArray(1000, BASE + i * 0x10000) for i in range(3)]
+    kernel[(8,)](*arrays, 2.0, BLOCK=128)
+    dispatcher = kernel.dispatcher
+    ((loaded),) = dispatcher.loaded.values()
+    dispatcher.steady.last_launch = None
+    dispatcher.tuned = ({}, tuning.quick_signature([*arrays, 2.0], {}), loaded)
+    before = [a.reads for a in arrays]
+    kernel[(8,)](*arrays, 3.0)
+    assert len(driver.launches) == 2 and len(dispatcher.loaded) == 1
+    assert [a.reads - b for a, b in zip(arrays, before)] == [2, 2, 2]  # the key, the fast path
+
+
+def test_the_quick_signature_tells_shapes_and_types_apart():
+    from phobos.lang.tuning import quick_signature
+
+    a, b = CountingArray(1000, BASE), CountingArray(1000, BASE + 0x10000)
+    c = CountingArray(999, BASE)
+    assert quick_signature([a, 2.0], {}) == quick_signature([b, 3.0], {})
+    assert quick_signature([a, 2.0], {}) != quick_signature([c, 2.0], {})
+    assert quick_signature([a, 2.0], {}) != quick_signature([a, 2], {})
+    assert quick_signature([a], {}) != quick_signature([a], {"BLOCK": 128})
+    torch = pytest.importorskip("torch")
+    x, y = torch.zeros(4, 5), torch.zeros(4, 5, dtype=torch.float16)
+    assert quick_signature([x], {}) != quick_signature([y], {})
+    assert quick_signature([x], {}) == quick_signature([torch.ones(4, 5)], {})

@@ -85,8 +85,9 @@ class Dispatcher:
         # The keywords and LoadedKernel of the last GPU launch that fixed every compile-time
         # name (``steady.last_launch``): read on every steady-state launch, in C.
         self.steady = SteadyState()
-        # The keywords, signature and LoadedKernel of the last GPU launch whose variant the
-        # tuner chose: a launch with the same ones takes that variant's fast path.
+        # The keywords, quick signature (``tuning.quick_signature``) and LoadedKernel of the last GPU
+        # launch whose variant the tuner chose: a launch with the same ones takes that
+        # variant's fast path before reading its arrays.
         self.tuned: tuple[dict[str, int], tuple[object, ...], LoadedKernel] | None = None
         self.tuning = TuningState()
 
@@ -136,6 +137,14 @@ class Dispatcher:
                 return last[1].launch(grid, args, stream=stream)
             except LaunchError:
                 pass
+        if (
+            tuned is not None
+            and not race_check
+            and tuned[0] == values
+            and tuned[1] == tuning.quick_signature(args, values)
+            and tuned[2].try_launch(grid, args, stream) == 0
+        ):
+            return  # the tuned variant of the same shapes and types, on its fast path
         arrays = self._read(args, caller)
         if placement(arrays) == "host":
             with self._at(caller):  # a grid that no variant can launch on, say
@@ -146,11 +155,6 @@ class Dispatcher:
                     self.definition.name, grid, extents_of(ir.params, args), variant
                 )
             return compiler.run(ir, dims, [host_view(a) for a in args], race_check=race_check)
-        if tuned is not None and not race_check and tuned[0] == values:
-            device = self._device(arrays, caller, strict=False)  # its fast path checks the rest
-            signature = None if device is None else tuning.signature(args, arrays, values, device)
-            if tuned[1] == signature and tuned[2].try_launch(grid, args, stream) == 0:
-                return  # the tuned variant of the same signature, on its fast path
         with self._at(caller):
             self.definition.checks.check_read(args, arrays)
         device = self._device(arrays, caller, strict=True) or 0
@@ -164,8 +168,8 @@ class Dispatcher:
         if set(values) >= set(self.definition.space.names):
             self.steady.last_launch, self.tuned = (values, loaded), None
         else:
-            signature = tuning.signature(args, arrays, values, device)
-            self.steady.last_launch, self.tuned = None, (values, signature, loaded)
+            key = tuning.quick_signature(args, values)
+            self.steady.last_launch, self.tuned = None, (values, key, loaded)
 
     def choose(
         self,

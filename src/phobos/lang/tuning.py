@@ -122,6 +122,29 @@ def signature(
     return tuple(parts)
 
 
+def quick_signature(args: Sequence[object], fixed: Mapping[str, int]) -> tuple[object, ...]:
+    """A launch's shapes and element types as the arguments give them, read without the
+    array adapter: what a launch that leaves names to the tuner compares with the last tuned
+    one before taking that variant's fast path (which checks devices, strides and alignment
+    itself).  A torch tensor gives its ``shape`` and ``dtype``, any other GPU array its
+    ``__cuda_array_interface__`` shape and typestr; anything else its type."""
+    parts: list[object] = []
+    for a in args:
+        kind = type(a)
+        if kind.__module__ == "torch" and hasattr(a, "data_ptr"):
+            parts.append((kind, a.shape, a.dtype))  # type: ignore[attr-defined]
+        elif kind in _SCALARS:
+            parts.append(kind)
+        else:
+            cai = getattr(a, "__cuda_array_interface__", None)
+            parts.append(kind if cai is None else (kind, tuple(cai["shape"]), cai["typestr"]))
+    parts.append(Variant.of(fixed) if fixed else None)
+    return tuple(parts)
+
+
+_SCALARS = frozenset((int, float, bool))
+
+
 def disagreeing_variants(definition: Definition, exc: VariantsDisagree) -> DisagreeingVariants:
     """The ``PhobosError`` for ``VariantsDisagree``, at the kernel's definition."""
     name = definition.name
