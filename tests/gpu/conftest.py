@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.gpu.watchdog import armed
+
 
 def _gpu_available() -> bool:
     try:
@@ -13,6 +15,16 @@ def _gpu_available() -> bool:
     except ImportError:
         return False
     return torch.cuda.is_available()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    """Each GPU test under the watchdog: a hang ends the run with its stack, not never."""
+    if item.get_closest_marker("gpu") is None:
+        yield
+        return
+    with armed(what=item.nodeid):
+        yield
 
 
 def pytest_collection_modifyitems(config, items):
