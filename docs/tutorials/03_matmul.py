@@ -5,9 +5,10 @@ The Phobos version of Triton's third tutorial.  ``C = A @ B`` for fp16 ``A``
 stored as fp16.  Each block computes one ``[BM, BN]`` tile of ``C``: it walks
 ``K`` in steps of ``BK``, and ``dot(a_tile, b_tile, acc)`` adds each product
 into the fp32 accumulator, which stays in registers for the whole loop.  The
-code generator recognises that loop (``acc = dot(window, window, acc)`` alone in
-its body) and pipelines it: the next k-steps' tiles travel from global to shared
-memory with ``cp.async`` (2 to 4 stages) while the tensor cores multiply this one.
+back end pipelines the loop (however the accumulation is spelled): the next
+k-steps' tiles travel from global to shared memory (2 to 4 stages; by TMA on an
+H100/H200 where the rows are on 16 bytes, by ``cp.async`` elsewhere) while the
+tensor cores multiply this one.
 
 **Grouped ordering.**  Blocks that run at the same time should read the same
 rows of ``A`` and columns of ``B``, so these stay in L2.  Numbering the tiles of
