@@ -56,9 +56,10 @@ def test_variant_compiles(path, name, values, arch):
         assert_a_true_limit(exc, values, arch)
         return
     assert compiled.cubin.startswith(b"\x7fELF")
-    assert compiled.contract.block[0] == compiled.gpu_ir.threads
+    assert compiled.contract.block[0] == compiled.gpu_ir.cta_threads
     # Products kept in flight stay in flight: ptxas neither made each wgmma wait for the
-    # last nor added a wait of its own.
+    # last nor added a wait of its own; a warp-specialised CTA's registers move as asked.
     assert compiled.resources is not None
     assert compiled.resources.wgmma_serialized is None, compiled.resources.summary()
     assert compiled.resources.wgmma_waits_injected == 0, compiled.resources.summary()
+    assert not compiled.resources.registers_not_rebalanced, compiled.resources.summary()

@@ -4,7 +4,8 @@ Hopper's attention forward multiplies both of its products on the warpgroup tens
 cores (``HGMMA``: QKᵀ with both operands from shared memory, PV with ``p`` in
 registers), keeps the scores, ``p`` and the rescale in registers (no shared-memory
 exchange in the whole kernel: its only shared memory is the copies of ``q``, ``k``
-and ``v``), and passes no CTA-wide barrier in its KV loop (mbarriers order the stages).  Both copy their loops' windows by TMA
+and ``v``), and passes no barrier in its KV loop (mbarriers order the stages, which a
+producer warpgroup fills: ``USETMAXREG`` gives its registers to the consumers).  Both copy their loops' windows by TMA
 (``UTMALDG``, no ``LDGSTS``: only attention's ``q``, loaded once, is copied by the
 threads).  Matmul's k-loop issues each k-step's ``HGMMA`` behind the last with no
 wait between (one product in flight), and every spelling of the k-loop gives the same
@@ -74,9 +75,15 @@ def test_attention_forward_runs_both_products_on_wgmma_with_no_barrier_in_its_lo
     from_registers = [i for i in wgmma if re.match(r"HGMMA\S* R\d+, R\d+, gdesc", i)]
     assert len(from_registers) == 64 // 16
     assert counts["HMMA"] == 0
-    # One barrier, before the KV loop, for the mbarriers' initialisation: the loop orders
-    # its stages by mbarriers alone; the row max and sum are shuffles.
-    assert counts["BAR"] == 1
+    # Two barriers, both before the KV loop: every thread's after the mbarriers'
+    # initialisation, then the consumers' (named) where q's copy lands; the loop orders its
+    # stages by mbarriers alone, and the row max and sum are shuffles.
+    assert [i for i in code if i.startswith("BAR")] == [
+        "BAR.SYNC.DEFER_BLOCKING 0x0 ",
+        "BAR.SYNC.DEFER_BLOCKING 0x1, 0x100 ",
+    ]
+    # A producer warpgroup copies k and v: its registers go to the consumers.
+    assert counts["USETMAXREG"] == 2
     # k and v by TMA: a box per 64 columns (128 bytes) each a stage, in the loop and the
     # two stages issued before it; q, loaded once, by the threads' cp.async (its tested
     # and untested copies).
@@ -135,7 +142,11 @@ def test_every_spelling_of_the_k_loop_gets_the_same_instructions(tmp_path):
     for name in ("plus_equals", "lets", "accumulator"):
         values = {"BM": 128, "BN": 128, "BK": 64, "NUM_THREADS": 256}
         compiled = compile_kernel(module, name, values, arch="sm_90a")
-        (loop,) = [op for op in compiled.gpu_ir.walk() if isinstance(op, ir.For)]
+        (loop,) = [  # the consumers' loop (the producer's refills its rings)
+            op
+            for op in compiled.gpu_ir.walk()
+            if isinstance(op, ir.For) and any(isinstance(o, ir.Wgmma) for o in op.body.walk())
+        ]
         body = [op.NAME for op in loop.body.walk()]
         counts = opcodes(sass(compiled.cubin, tmp_path))
         mixes[name] = (body, counts["HGMMA"], counts["LDGSTS"], counts["BAR"])
@@ -152,7 +163,9 @@ def test_matmul_copies_its_k_loop_by_tma(tmp_path):
     compiled = compile_kernel(module, "matmul", values, arch="sm_90a", verbose=True)
     counts = opcodes(sass(compiled.cubin, tmp_path))
     assert counts["UTMALDG"] == 3 * 3 and counts["LDGSTS"] == 0
-    assert counts["BAR"] == 1  # the mbarriers' initialisation: none in the k-loop
+    # Every thread's barrier after the mbarriers' initialisation and the consumers' one
+    # before the k-loop; none in it.  The producer warpgroup gives its registers away.
+    assert counts["BAR"] == 2 and counts["USETMAXREG"] == 2
     assert compiled.contract.slots[-2:] == (
         Slot("tensormap", "tmap", "a", box=(128, 64)),
         Slot("tensormap", "tmap", "b", box=(64, 64)),
@@ -172,6 +185,7 @@ def test_matmul_keeps_one_k_step_in_flight(tmp_path):
     # with no wait for the newest (ptxas adds none of its own).
     assert code[products[-1] + 1].startswith("WARPGROUP.DEPBAR.LE gsb0, 0x1")
     assert code[products[-1] + 2].startswith("SYNCS.ARRIVE")
-    assert "BRA" in code[products[-1] + 3]
+    back = next(i for i in range(products[-1] + 3, len(code)) if code[i].startswith("BRA"))
+    assert not [t for t in code[products[-1] + 3 : back] if t.startswith(("WARPGROUP", "SYNCS"))]
     # The one wait for every product: after the loop, before the epilogue reads them.
     assert sum(text.startswith("WARPGROUP.DEPBAR.LE gsb0, 0x0") for text in code) == 1

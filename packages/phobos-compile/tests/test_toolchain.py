@@ -175,3 +175,16 @@ def test_parse_ptxas_info_counts_the_waits_ptxas_injects():
     found = parse_ptxas_info(line.format(7433) + line.format(7500) + PTXAS_LOG)
     assert (found["k"].wgmma_waits_injected, found["k2"].wgmma_waits_injected) == (2, 0)
     assert found["k"].summary().endswith("; 2 wgmma waits injected by ptxas")
+
+
+def test_parse_ptxas_info_reports_an_ignored_setmaxnreg_for_the_entry_after_it():
+    line = (
+        "ptxas info    : (C7508) Potential Performance Loss: 'setmaxnreg' ignored; unable to "
+        "determine register count at entry.\n"
+    )
+    entry = "ptxas info    : Compiling entry function 'k' for"
+    first, second = PTXAS_LOG.split(entry)
+    log = first + line + entry + second
+    found = parse_ptxas_info(log)
+    assert found["k"].registers_not_rebalanced and not found["k2"].registers_not_rebalanced
+    assert found["k"].summary().endswith("; setmaxnreg ignored by ptxas")

@@ -37,7 +37,11 @@ ROWS = {"a": 16, "b": 16, "c": 16}
 
 
 def tma_matmul(**options) -> ir.Kernel:
-    return gpu_ir("matmul.ph", "matmul", MATMUL, row_align=ROWS, **options)
+    """Tutorial 03's kernel with TMA rings, before warp specialisation splits it
+    (``test_warp_specialize.py`` takes it from there)."""
+    return gpu_ir(
+        "matmul.ph", "matmul", MATMUL, row_align=ROWS, **{"stop_after": "barriers", **options}
+    )
 
 
 def copies(kernel: ir.Kernel, kind: type) -> list:

@@ -62,13 +62,16 @@ uint3 gridDim, blockDim;
 std::barrier<>* emulated_barrier;
 alignas(16) unsigned char emulated_exchange[1024][8];
 inline void __syncthreads() { emulated_barrier->arrive_and_wait(); }
+std::barrier<>* emulated_warp_barriers[32];
+std::barrier<>* emulated_group_barriers[8];
+std::barrier<>* emulated_consumer_barrier;  // a warp-specialised CTA's consumers (bar.sync 1)
 template <class T> T __shfl_xor_sync(unsigned, T v, int lane_mask) {
     std::memcpy(emulated_exchange[threadIdx.x], &v, sizeof(T));
-    __syncthreads();
+    emulated_warp_barriers[threadIdx.x / 32]->arrive_and_wait();
     unsigned partner = (threadIdx.x & ~31u) | ((threadIdx.x & 31u) ^ lane_mask);
     T out;
     std::memcpy(&out, emulated_exchange[partner], sizeof(T));
-    __syncthreads();
+    emulated_warp_barriers[threadIdx.x / 32]->arrive_and_wait();
     return out;
 }
 inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
@@ -111,8 +114,6 @@ template <class T> T atomicCAS(T* p, T compare, T v) {
     fprintf(stderr, "%s:%u: assertion failed: %s\n", file, line, message);
     std::abort();
 }
-std::barrier<>* emulated_warp_barriers[32];
-std::barrier<>* emulated_group_barriers[8];
 """
 
 PTX = r"""
@@ -203,6 +204,12 @@ inline void tma_load(void* shared, const TensorMap* map, unsigned long long* bar
         }
     }
     emulated_delivered(bar, (long long)map->box[0] * map->box[1] * e);
+}
+// The register pool is not emulated; the consumers' named barrier is.
+template <int N> inline void registers_down() {}
+template <int N> inline void registers_up() {}
+template <int THREADS> inline void consumer_barrier() {
+    emulated_consumer_barrier->arrive_and_wait();
 }
 inline void copy_async_commit() {}
 template <int PENDING> inline void copy_async_wait_pending() {}
@@ -494,6 +501,7 @@ void run_{generated.entry}(const std::string& prefix) {{
     emulated_barrier = &barrier;
     for (int w = 0; w < {threads // 32}; ++w) emulated_warp_barriers[w] = new std::barrier<>(32);
     for (int g = 0; g < {max(1, threads // 128)}; ++g) emulated_group_barriers[g] = new std::barrier<>({min(threads, 128)});
+    emulated_consumer_barrier = new std::barrier<>({generated.gpu_ir.threads});
     std::vector<std::thread> threads;
     for (unsigned t = 0; t < {threads}; ++t) threads.emplace_back([&, t] {{
         threadIdx.x = t;

@@ -182,7 +182,8 @@ class _Printer:
         self.block(self.k.body)
         entry = entry_name(self.k.name)
         values = ", ".join(f"{n}={v}" for n, v in self.k.values) or "none"
-        bounds = f"{self.k.threads}" + (f", {self.k.min_ctas}" if self.k.min_ctas else "")
+        cta = self.k.cta_threads
+        bounds = f"{cta}" + (f", {self.k.min_ctas}" if self.k.min_ctas else "")
         smem = self.k.shared_bytes
         pinned = self.k.thread_values_pinned
         head = [
@@ -193,8 +194,8 @@ class _Printer:
             f'extern "C" __global__ void __launch_bounds__({bounds})',
             f"{entry}({', '.join(self.signature.declarations)}) {{",
             f"    const int tid = {'phobos::thread_index()' if pinned else 'threadIdx.x'};",
-            f"    [[maybe_unused]] const int lane = phobos::cta_thread<{self.k.threads}>(tid) % {WARP};",
-            f"    [[maybe_unused]] const int warp = phobos::cta_thread<{self.k.threads}>(tid) / {WARP};",
+            f"    [[maybe_unused]] const int lane = phobos::cta_thread<{cta}>(tid) % {WARP};",
+            f"    [[maybe_unused]] const int warp = phobos::cta_thread<{cta}>(tid) / {WARP};",
             *(
                 f"    const int {name} = phobos::pinned({text});"
                 if pinned
@@ -897,8 +898,27 @@ class _Printer:
     def _AsyncWait(self, op: ir.AsyncWait) -> None:
         self.line(f"phobos::copy_async_wait_pending<{op.pending}>();")
 
-    def _Barrier(self, op) -> None:
-        self.line("__syncthreads();")
+    def _Barrier(self, op: ir.Barrier) -> None:
+        if op.threads is None:
+            self.line("__syncthreads();")
+        else:
+            self.line(f"phobos::consumer_barrier<{op.threads}>();")
+
+    def _Specialize(self, op: ir.Specialize) -> None:
+        consumers = self.k.threads
+        outer = getattr(self, "_yield_targets", [])
+        self._yield_targets = []  # each region's final yield gives nothing
+        self.open(f"if (tid >= {consumers})")
+        self.line(f"phobos::registers_down<{op.producer_registers}>();")
+        self.open(f"if (tid == {consumers})")
+        self.block(op.producer)
+        self.close()
+        self.close()
+        self.open("else")
+        self.line(f"phobos::registers_up<{op.consumer_registers}>();")
+        self.block(op.consumer)
+        self.close()
+        self._yield_targets = outer
 
     def _FenceAsync(self, op) -> None:
         self.line("phobos::fence_async_shared();")

@@ -35,7 +35,8 @@ results agree to rounding, not bit for bit.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -292,12 +293,106 @@ class _Return(Exception):
     """A block-uniform ``return``."""
 
 
+class _Abandoned(Exception):
+    """Another partition of the CTA failed: this one stops where it waits."""
+
+
+class _Partitions:
+    """A warp-specialised CTA's partitions, each on a Python thread, run one at a time: the
+    one running goes on until it waits for an mbarrier phase that has not completed, then
+    the next that can go on runs.  None can: a deadlock.  The producer starts, so it runs
+    as far ahead as the stages handed back let it (what a refill that came too early
+    would break shows at once)."""
+
+    def __init__(self, roles: list[str]) -> None:
+        self.roles = roles
+        self.turn: int | None = 0
+        self.waiting: dict[int, tuple[Callable[[], bool], str]] = {}
+        self.done: set[int] = set()
+        self.error: BaseException | None = None
+        self.lock = threading.Condition()
+        self.mine = threading.local()
+
+    @property
+    def role(self) -> str:
+        return self.roles[self.mine.index]
+
+    def run(self, bodies: list[Callable[[], None]]) -> None:
+        threads = [
+            threading.Thread(target=self._main, args=(i, body), daemon=True)
+            for i, body in enumerate(bodies)
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if self.error is not None:
+            raise self.error
+
+    def _main(self, index: int, body: Callable[[], None]) -> None:
+        self.mine.index = index
+        with self.lock:
+            self.lock.wait_for(lambda: self.turn in (index, -1))
+            if self.turn == -1:  # another partition failed before this one started
+                self.done.add(index)
+                return
+        try:
+            body()
+        except _Abandoned:
+            pass
+        except BaseException as error:  # handed to the caller's thread
+            with self.lock:
+                if self.error is None:
+                    self.error = error
+        with self.lock:
+            self.done.add(index)
+            self.waiting.pop(index, None)
+            following = self._next(index) if self.error is None else None
+            if self.error is None and following is None and self.waiting:
+                stuck = "; ".join(w for _, w in self.waiting.values())
+                self.error = ExecutionError(
+                    f"a deadlock: {stuck}, and the {self.roles[index]} has finished"
+                )
+            self.turn = -1 if self.error is not None else following
+            self.lock.notify_all()
+
+    def _next(self, index: int) -> int | None:
+        count = len(self.roles)
+        for step in range(1, count + 1):
+            j = (index + step) % count
+            if j in self.done:
+                continue
+            ready = self.waiting.get(j)
+            if ready is None or ready[0]():
+                return j
+        return None
+
+    def wait_until(self, ready: Callable[[], bool], what: str) -> None:
+        """The running partition waits until ``ready()``; the others run meanwhile."""
+        index = self.mine.index
+        with self.lock:
+            while not ready():
+                self.waiting[index] = (ready, what)
+                following = self._next(index)
+                if following is None:
+                    stuck = "; ".join(w for _, (_, w) in sorted(self.waiting.items()))
+                    self.waiting.pop(index, None)
+                    raise ExecutionError(f"a deadlock: {stuck}, and no partition can go on")
+                self.turn = following
+                self.lock.notify_all()
+                self.lock.wait_for(lambda: self.turn in (index, -1))
+                if self.turn == -1:
+                    raise _Abandoned
+            self.waiting.pop(index, None)
+
+
 class Executor:
     """Runs one kernel's GPU IR over a grid on numpy arguments (in parameter order)."""
 
     def __init__(self, kernel: ir.Kernel, args: Sequence[object]) -> None:
         self.kernel = kernel
-        self.threads = kernel.threads or WARP
+        self.threads = kernel.threads or WARP  # a warp-specialised CTA's consumers
+        self.partitions: _Partitions | None = None
         self.tensors: dict[str, np.ndarray] = {}
         self.storage: dict[str, np.ndarray] = {}
         self.scalars: dict[str, np.generic] = {}
@@ -845,8 +940,9 @@ class Executor:
         values = np.zeros(inside.shape, _np(dtype))
         values[inside] = self._tensor_read(op.tensor, tuple(i[inside] for i in indices))
         offsets = self._element_bytes(buffer, rows, cols, stage).reshape(-1)
+        issuer = self.kernel.threads if self._role == "producer" else 0
         self.smem._check_write(
-            np.zeros(offsets.size, np.int64), offsets, "copy_tma", self.smem.acquired
+            np.full(offsets.size, issuer, np.int64), offsets, "copy_tma", self.smem.acquired
         )
         self.smem.pending[offsets] = True
         phase.arrivals += 1
@@ -862,13 +958,24 @@ class Executor:
         what = f"mbarrier_wait at {op.span}"
         phase = self._barrier_of(bars, stage, what)
         if bars.completed[stage] % 2 == parity:  # the phase of that parity is still open
-            if phase.arrivals < bars.arrivals:
-                raise ExecutionError(
-                    f"{what} waits for phase {bars.completed[stage]} of stage {stage}, which "
-                    f"has {phase.arrivals} of its {bars.arrivals} arrivals: a deadlock"
+            if phase.arrivals < bars.arrivals and self.partitions is not None:
+                waited = bars.completed[stage]
+                self.partitions.wait_until(
+                    lambda: (
+                        bars.completed[stage] > waited or bars.open[stage].arrivals == bars.arrivals
+                    ),
+                    f"the {self.partitions.role} at {op.span} waits for phase {waited} of stage "
+                    f"{stage}",
                 )
-            self._complete_phase(bars, stage)
-        if op.single:
+                phase = bars.open[stage]
+            if bars.completed[stage] % 2 == parity:
+                if phase.arrivals < bars.arrivals:
+                    raise ExecutionError(
+                        f"{what} waits for phase {bars.completed[stage]} of stage {stage}, "
+                        f"which has {phase.arrivals} of its {bars.arrivals} arrivals: a deadlock"
+                    )
+                self._complete_phase(bars, stage)
+        if op.single or self._role == "producer":
             self.smem.acquired = max(self.smem.acquired, bars.completed_at[stage])
 
     def _complete_phase(self, bars: _Mbarriers, stage: int) -> None:
@@ -905,6 +1012,20 @@ class Executor:
 
     def _Barrier(self, op, args, env):
         self.smem.barrier()
+
+    def _Specialize(self, op: ir.Specialize, args, env):
+        """Both partitions, at once: the producer on one thread, the consumers in lockstep."""
+        self.partitions = _Partitions(["producer", "consumer"])
+        try:
+            self.partitions.run(
+                [lambda: self.block(op.producer, env), lambda: self.block(op.consumer, env)]
+            )
+        finally:
+            self.partitions = None
+
+    @property
+    def _role(self) -> str | None:
+        return None if self.partitions is None else self.partitions.role
 
     def _FenceAsync(self, op, args, env):
         self.smem.fence(np.arange(self.threads))

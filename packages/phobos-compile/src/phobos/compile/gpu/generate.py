@@ -52,7 +52,7 @@ def _contract(kernel: tir.Kernel, gpu: ir.Kernel, spec: Specialization, emitted)
         entry=emitted.entry,
         arch=gpu.arch,
         index_width=spec.index_width,
-        block=(gpu.threads, 1, 1),
+        block=(gpu.cta_threads, 1, 1),
         dynamic_smem=gpu.shared_bytes if dynamic else 0,
         static_smem=0 if dynamic else gpu.shared_bytes,
         values=dict(kernel.values),

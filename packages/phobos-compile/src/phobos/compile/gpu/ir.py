@@ -589,9 +589,11 @@ class AsyncWait(Op):
 
 @dataclass(eq=False, kw_only=True)
 class Barrier(Op):
-    """Every thread of the CTA arrives before any goes on (``__syncthreads``)."""
+    """Every thread of the CTA arrives before any goes on (``__syncthreads``); with
+    ``threads``, every thread of a warp-specialised CTA's consumers (a named barrier)."""
 
     NAME = "barrier"
+    threads: int | None = None
 
 
 @dataclass(eq=False, kw_only=True)
@@ -692,6 +694,28 @@ class While(Op):
 
 
 @dataclass(eq=False, kw_only=True)
+class Specialize(Op):
+    """The CTA splits into two partitions that run at once (regions: producer, consumer,
+    each ending in a ``Yield``).  The kernel's ``threads`` run the consumer region; the
+    warpgroup launched after them (``Kernel.producer_threads``) gives registers back to
+    ``producer_registers`` a thread and one of its threads runs the producer region,
+    while the consumers take ``consumer_registers`` (``setmaxnreg``).  The partitions
+    meet only through mbarriers; nothing follows the op."""
+
+    NAME = "specialize"
+    producer_registers: int
+    consumer_registers: int
+
+    @property
+    def producer(self) -> Block:
+        return self.regions[0]
+
+    @property
+    def consumer(self) -> Block:
+        return self.regions[1]
+
+
+@dataclass(eq=False, kw_only=True)
 class Yield(Op):
     NAME = "yield"
 
@@ -761,6 +785,13 @@ class Kernel:
     # The thread index and the layouts' coordinates of each thread are computed once, at
     # the start, and held (passes/mma_waits.py says why).
     thread_values_pinned: bool = False
+    # Threads launched beside ``threads`` for a producer partition (passes/warp_specialize.py)
+    producer_threads: int = 0
+
+    @property
+    def cta_threads(self) -> int:
+        """The threads a launch gives each CTA."""
+        return self.threads + self.producer_threads
 
     @property
     def tensors(self) -> dict[str, tir.TensorParam]:

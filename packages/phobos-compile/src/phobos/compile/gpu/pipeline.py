@@ -27,6 +27,7 @@ from phobos.compile.gpu.passes.reductions import expand_reductions
 from phobos.compile.gpu.passes.select_mma import select_mma
 from phobos.compile.gpu.passes.sink_loads import sink_loads
 from phobos.compile.gpu.passes.vectorize import vectorize
+from phobos.compile.gpu.passes.warp_specialize import specialize_warps
 from phobos.compile.gpu.verify import Stage, verify
 from phobos.compile.ir import nodes as tir
 
@@ -51,6 +52,8 @@ PASSES: tuple[tuple[str, Callable[[ir.Kernel], None], Stage], ...] = (
     ("interior", split_interior_copies, _EXPANDED),
     ("allocation", allocate_shared, _EXPANDED),
     ("barriers", insert_barriers, _EXPANDED),
+    ("warp_specialize", specialize_warps, _EXPANDED),
+    ("cleanup", eliminate_dead_code, _EXPANDED),
 )
 
 

@@ -54,6 +54,8 @@ def format_kernel(kernel: ir.Kernel) -> str:
         f"gpu.kernel {kernel.name} [{values}] threads={kernel.threads} arch={kernel.arch} "
         f"index=i{kernel.index_width}"
     )
+    if kernel.producer_threads:
+        head += f" producer_threads={kernel.producer_threads}"
     if kernel.min_ctas is not None:
         head += f" min_ctas={kernel.min_ctas}"
     if kernel.thread_values_pinned:

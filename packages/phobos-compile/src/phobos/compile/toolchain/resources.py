@@ -30,6 +30,8 @@ class Resources:
     # Waits ptxas added where it could not prove an accumulator complete (C7517): each
     # one stops the products in flight there, silently.
     wgmma_waits_injected: int = 0
+    # ptxas dropped the kernel's setmaxnreg (C7508): its warpgroups keep the launch's share.
+    registers_not_rebalanced: bool = False
 
     def summary(self) -> str:
         text = (
@@ -41,6 +43,8 @@ class Resources:
             text += f"; wgmma serialized by ptxas: {self.wgmma_serialized}"
         if self.wgmma_waits_injected:
             text += f"; {self.wgmma_waits_injected} wgmma waits injected by ptxas"
+        if self.registers_not_rebalanced:
+            text += "; setmaxnreg ignored by ptxas"
         return text
 
 
@@ -53,6 +57,8 @@ _SERIALIZED = re.compile(
     r"wgmma\.mma_async instructions are serialized (due to .*?) in the function '([^']+)'"
 )
 _INJECTED = re.compile(r"\(C7517\) .* is injected .* in function '([^']+)'")
+# Printed before the entry it concerns, without its name.
+_SETMAXNREG_IGNORED = re.compile(r"\(C7508\) .*'setmaxnreg' ignored")
 
 
 def parse_ptxas_info(log: str) -> dict[str, Resources]:
@@ -63,13 +69,20 @@ def parse_ptxas_info(log: str) -> dict[str, Resources]:
     described: str | None = None
     serialized: dict[str, str] = {}
     injected: dict[str, int] = {}
+    not_rebalanced: set[str] = set()
+    pending_ignored = False
     for line in log.splitlines():
-        if match := _SERIALIZED.search(line):
+        if _SETMAXNREG_IGNORED.search(line):
+            pending_ignored = True
+        elif match := _SERIALIZED.search(line):
             serialized[match.group(2)] = " ".join(match.group(1).split())
         elif match := _INJECTED.search(line):
             injected[match.group(1)] = injected.get(match.group(1), 0) + 1
         elif match := _ENTRY.search(line):
             entry = match.group(1)
+            if pending_ignored:
+                not_rebalanced.add(entry)
+                pending_ignored = False
         elif match := _PROPERTIES.search(line):
             described = match.group(1)
         elif (match := _FRAME.search(line)) and described is not None:
@@ -82,6 +95,13 @@ def parse_ptxas_info(log: str) -> dict[str, Resources]:
     for name, (registers, shared) in usage.items():
         stack, stores, loads = frames.get(name, (0, 0, 0))
         found[name] = Resources(
-            registers, stores, loads, stack, shared, serialized.get(name), injected.get(name, 0)
+            registers,
+            stores,
+            loads,
+            stack,
+            shared,
+            serialized.get(name),
+            injected.get(name, 0),
+            name in not_rebalanced,
         )
     return found

@@ -26,6 +26,7 @@ _EFFECTS = (
     ir.MbarrierInit,
     ir.MbarrierWait,
     ir.MbarrierArrive,
+    ir.Specialize,
     ir.AsyncCommit,
     ir.AsyncWait,
     ir.FenceAsync,

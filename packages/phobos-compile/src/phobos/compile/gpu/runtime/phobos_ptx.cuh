@@ -163,6 +163,21 @@ PHOBOS_INLINE void fence_async_shared() {
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
 
+// A warp-specialised CTA's register pool: the producer warpgroup gives registers back
+// (down to N a thread), the consumers take them (up to N); every warp of a warpgroup runs it.
+template <int N> PHOBOS_INLINE void registers_down() {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+template <int N> PHOBOS_INLINE void registers_up() {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+
+// Every one of a warp-specialised CTA's THREADS consumers arrives before any goes on (named
+// barrier 1; the producer does not take part).
+template <int THREADS> PHOBOS_INLINE void consumer_barrier() {
+    asm volatile("bar.sync 1, %0;\n" ::"n"(THREADS) : "memory");
+}
+
 // The thread's index, read once, and a value computed here and held in a register: the
 // compiler may neither read %tid.x again nor compute the value again where it is used.
 // ptxas serializes every wgmma of a kernel (C7514) when a loop's exit block computes
