@@ -158,7 +158,9 @@ inline void mbarrier_arrive_expect(unsigned long long* bar, unsigned bytes) {
     ++b.arrived;
     emulated_settle(b);
 }
-inline void mbarrier_arrive(unsigned long long* bar) {
+inline void mbarrier_arrive_warp(unsigned long long* bar, int lane) {
+    emulated_warp_barriers[threadIdx.x / 32]->arrive_and_wait();  // __syncwarp
+    if (lane != 0) return;
     std::lock_guard<std::mutex> hold(emulated_mbarrier_lock);
     EmulatedMbarrier& b = emulated_mbarriers.at(bar);
     ++b.arrived;

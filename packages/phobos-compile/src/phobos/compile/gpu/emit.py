@@ -890,7 +890,7 @@ class _Printer:
 
     def _MbarrierArrive(self, op: ir.MbarrierArrive) -> None:
         bars, stage = (self.name(v) for v in op.operands)
-        self.line(f"phobos::mbarrier_arrive({bars} + ({stage}));")
+        self.line(f"phobos::mbarrier_arrive_warp({bars} + ({stage}), lane);")
 
     def _AsyncCommit(self, op) -> None:
         self.line("phobos::copy_async_commit();")

@@ -995,7 +995,7 @@ class Executor:
         bars, stage = args[0], int(args[1])
         what = f"mbarrier_arrive at {op.span}"
         phase = self._barrier_of(bars, stage, what)
-        phase.arrivals += self.threads
+        phase.arrivals += -(-self.threads // WARP)  # a warp's threads meet, one arrives
         if phase.arrivals > bars.arrivals:
             raise ExecutionError(
                 f"{what}: {phase.arrivals} arrivals on stage {stage}, whose mbarrier was made "

@@ -565,9 +565,9 @@ class MbarrierWait(Op):
 
 @dataclass(eq=False, kw_only=True)
 class MbarrierArrive(Op):
-    """Every thread running it arrives once on the stage's mbarrier (operands: mbarriers,
-    stage): the consumers of a ring hand a stage back to whoever refills it, once the
-    reads of it they made are complete."""
+    """Every warp running it arrives once on the stage's mbarrier, after its threads meet
+    (operands: mbarriers, stage): the consumers of a ring hand a stage back to whoever
+    refills it, once the reads of it they made are complete."""
 
     NAME = "mbarrier_arrive"
 

@@ -19,8 +19,8 @@ attention's ``k`` and ``v``, not ``q``) and
 
 Where every ring of the loop may go by TMA (``gpu/tma.py``) no barrier is needed: each
 stage has a *full* mbarrier (the copies into it arrive, owing their bytes) and an
-*empty* one (every thread arrives when done with the stage: at the end of the
-iteration that read it, or of the next where a product in flight reads it).  One
+*empty* one (every warp arrives when done with the stage: at the end of the iteration
+that read it, or of the next where a product in flight reads it).  One
 thread issues each refill after waiting for the stage's empty phase, and each
 iteration waits for its own stage's full phase; the loop carries both parities.  So
 no thread waits for another but the one that refills a stage, and it only for the
@@ -49,7 +49,7 @@ from dataclasses import replace
 from phobos.compile.gpu import ir
 from phobos.compile.gpu.arch import shared_bytes_per_sm
 from phobos.compile.gpu.builder import Builder
-from phobos.compile.gpu.layouts import shared_bytes
+from phobos.compile.gpu.layouts import WARP, shared_bytes
 from phobos.compile.gpu.passes.carried import carried_products
 from phobos.compile.gpu.tma import tma_box
 
@@ -207,7 +207,7 @@ class _Pipeliner:
                 empty,
                 ir.MbarrierInit(arrivals=len(found), operands=[self.bars], span=self.loop.span),
                 ir.MbarrierInit(
-                    arrivals=self.kernel.threads, operands=[self.empty], span=self.loop.span
+                    arrivals=self.kernel.threads // WARP, operands=[self.empty], span=self.loop.span
                 ),
                 ir.Barrier(span=self.loop.span),
             ]
@@ -321,7 +321,7 @@ class _Pipeliner:
         return arg
 
     def hand_back(self, b: Builder, stage: ir.Value, stages: int, lag: int, start) -> None:
-        """The end of an iteration: every thread arrives on the empty mbarrier of the stage
+        """The end of an iteration: every warp arrives on the empty mbarrier of the stage
         it is done with, this iteration's, or with a product in flight the previous one's
         (none in the first iteration)."""
         if lag == 0:

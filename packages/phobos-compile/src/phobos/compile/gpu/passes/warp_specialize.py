@@ -23,14 +23,18 @@ stages handed back let it, whatever the consumers' pace.  The pass applies on sm
 (``setmaxnreg``) to a kernel whose one TMA-pipelined loop sits at its top level, when the
 refills' slice is uniform arithmetic, no thread returns early and no op synchronises the
 whole CTA by itself (the producer would wait for a hand-back that never comes, or the
-consumers for a producer that left), and one CTA an SM is asked for (two would leave
-the consumers fewer registers than they have now).  ``WARP_SPECIALIZE=0`` in a
+consumers for a producer that left), and the CTA's shared memory already keeps it alone
+on its SM: the split CTA takes the SM's registers (``setmaxnreg`` needs ptxas to give it
+all its launch bounds allow), so a kernel two of whose CTAs would share an SM loses half
+its warps (attention at D 64: 222 TFLOP/s whole, 162 split; at D 128, alone on its SM
+either way, 267 whole, 282 split; probe 34).  ``WARP_SPECIALIZE=0`` in a
 variant's values keeps the single partition (the tuner may choose it).
 """
 
 from __future__ import annotations
 
 from phobos.compile.gpu import ir
+from phobos.compile.gpu.arch import shared_bytes_per_sm
 
 WARP_SPECIALIZE = "WARP_SPECIALIZE"
 PRODUCER_THREADS = 128  # a warpgroup: setmaxnreg changes whole warpgroups
@@ -92,6 +96,7 @@ def _eligible(kernel: ir.Kernel) -> bool:
         kernel.arch == "sm_90a"
         and values.get(WARP_SPECIALIZE, 1) != 0
         and kernel.min_ctas in (None, 1)
+        and 2 * kernel.shared_bytes > shared_bytes_per_sm(kernel.arch)
         and kernel.threads % PRODUCER_THREADS == 0
         and not any(isinstance(op, (*_WHOLE_CTA, ir.Specialize)) for op in kernel.walk())
     )

@@ -107,9 +107,14 @@ PHOBOS_INLINE void mbarrier_arrive_expect(unsigned long long* bar, unsigned byte
                  : "memory");
 }
 
-// Arrive once on BAR (a consumer handing a ring's stage back).
-PHOBOS_INLINE void mbarrier_arrive(unsigned long long* bar) {
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(shared_address(bar)) : "memory");
+// The warp arrives once on BAR, once all its threads are here (consumers handing a ring's
+// stage back: what each thread read of it is done).
+PHOBOS_INLINE void mbarrier_arrive_warp(unsigned long long* bar, int lane) {
+    __syncwarp();
+    if (lane == 0) {
+        asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(shared_address(bar))
+                     : "memory");
+    }
 }
 
 // The box of MAP at coordinates C0 (the innermost axis) to C4 into shared memory at
