@@ -217,7 +217,8 @@ def test_the_python_spelling_has_the_same_error_spelled_in_python():
     diagnostic = caught.value.diagnostics[0]
     assert diagnostic.message == "rand() needs integer offsets, got tile<f32>[8]"
     assert "`ph.rand(s, ph.i64(x[0:+8]))`" in (diagnostic.help or "")
-    assert (diagnostic.span.file, diagnostic.span.line, diagnostic.span.col) == ("/work/drop.py", 6, 26)
+    span = diagnostic.span
+    assert (span.file, span.line, span.col) == ("/work/drop.py", 6, 26)
 
 
 # ---------------------------------------------------------------------------- the interpreter
@@ -248,7 +249,9 @@ def interpret_draws(dtype: str, offsets: np.ndarray, seed, seed_type: str, m: in
 
 def offsets_of(dtype: str, count: int, rng: np.random.Generator) -> np.ndarray:
     info = np.iinfo(NUMPY[dtype] if dtype != "index" else np.int32)
-    values = rng.integers(info.min, int(info.max) + 1, count, dtype=np.int64 if info.min < 0 else np.uint64)
+    values = rng.integers(
+        info.min, int(info.max) + 1, count, dtype=np.int64 if info.min < 0 else np.uint64
+    )
     values[:3] = [0, 1, info.max] if info.min == 0 else [0, -1, info.min]
     return values.astype(NUMPY[dtype])
 
@@ -257,7 +260,9 @@ def assert_normals_close(got: np.ndarray, words: list[list[int]]) -> None:
     """randn against float64 Box-Muller: within 4 f32 ulps of |z|, or 2^-23 near a zero of the
     cosine (whose own error is absolute)."""
     want = np.array([reference_normal(w[0], w[1]) for w in words])
-    tolerance = np.maximum(4 * np.spacing(np.abs(want).astype(np.float32)).astype(np.float64), 2.0**-23)
+    tolerance = np.maximum(
+        4 * np.spacing(np.abs(want).astype(np.float32)).astype(np.float64), 2.0**-23
+    )
     assert (np.abs(got.astype(np.float64) - want) <= tolerance).all(), np.abs(got - want).max()
 
 
@@ -278,7 +283,10 @@ def test_the_interpreter_gives_the_definitions_values(dtype):
 def test_a_value_is_its_offsets_whatever_its_type():
     """i32(-1), i64(-1) and index(-1) count the same; a u32 offset is its own value."""
     small = np.array([-1, 0, 5, -(2**31)], np.int32)
-    results = [interpret_draws(t, small.astype(NUMPY[t]), np.uint64(9), "u64", 64) for t in ("i32", "i64", "index")]
+    results = [
+        interpret_draws(t, small.astype(NUMPY[t]), np.uint64(9), "u64", 64)
+        for t in ("i32", "i64", "index")
+    ]
     for other in results[1:]:
         assert all(np.array_equal(a, b) for a, b in zip(results[0], other))
     unsigned = interpret_draws("u32", small.view(np.uint32), np.uint64(9), "u64", 64)
@@ -294,7 +302,11 @@ def test_on_scalars_and_literals():
     )
     out, f = np.zeros(3, np.uint32), np.zeros(2, np.float32)
     run(lowered(text), (1,), [out, f, np.int64(3)])
-    assert out.tolist() == [reference_words(3, 5)[0], reference_words(-1, 2)[0], reference_words(-1, -1)[0]]
+    assert out.tolist() == [
+        reference_words(3, 5)[0],
+        reference_words(-1, 2)[0],
+        reference_words(-1, -1)[0],
+    ]
     assert f[0] == reference_uniform(reference_words(3, 5)[0])
     assert_normals_close(f[1:], [reference_words(3, 5)])
 
@@ -309,7 +321,10 @@ def test_randn_is_box_muller_on_every_angle_and_radius():
     assert got[-1] == 0 and (got[:-1] < 0).all()
     assert (np.abs(got - want) <= 2 * np.spacing(np.abs(want).astype(np.float32))).all()
     cosine = philox.cos_of_steps(steps).astype(np.float64)
-    assert np.abs(cosine - np.cos(2 * np.pi * steps.astype(np.float64) * 2.0**-24)).max() < 2 * 2.0**-24
+    assert (
+        np.abs(cosine - np.cos(2 * np.pi * steps.astype(np.float64) * 2.0**-24)).max()
+        < 2 * 2.0**-24
+    )
 
 
 # ---------------------------------------------------------------------------- statistics
