@@ -4,7 +4,7 @@ Hopper's attention forward multiplies both of its products on the warpgroup tens
 cores (``HGMMA``: QKᵀ with both operands from shared memory, PV with ``p`` in
 registers), keeps the scores, ``p`` and the rescale in registers (no shared-memory
 exchange in the whole kernel: its only shared memory is the copies of ``q``, ``k``
-and ``v``), and passes one barrier per KV iteration.  Both copy their loops' windows by TMA
+and ``v``), and passes no CTA-wide barrier in its KV loop (mbarriers order the stages).  Both copy their loops' windows by TMA
 (``UTMALDG``, no ``LDGSTS``: only attention's ``q``, loaded once, is copied by the
 threads).  Matmul's k-loop issues each k-step's ``HGMMA`` behind the last with no
 wait between (one product in flight), and every spelling of the k-loop gives the same
@@ -62,7 +62,7 @@ def opcodes(instructions: list[str]) -> Counter:
 
 
 @pytest.mark.parametrize("d", [64, 128])
-def test_attention_forward_runs_both_products_on_wgmma_with_one_barrier_an_iteration(tmp_path, d):
+def test_attention_forward_runs_both_products_on_wgmma_with_no_barrier_in_its_loop(tmp_path, d):
     module = parse_file(ROOT / "examples" / "attention.ph")
     values = {"D": d, "BLOCK_M": 128, "BLOCK_N": 64, "NUM_THREADS": 256, "CAUSAL": 0}
     compiled = compile_kernel(module, "attention_forward", values, arch="sm_90a", verbose=True)
@@ -74,9 +74,9 @@ def test_attention_forward_runs_both_products_on_wgmma_with_one_barrier_an_itera
     from_registers = [i for i in wgmma if re.match(r"HGMMA\S* R\d+, R\d+, gdesc", i)]
     assert len(from_registers) == 64 // 16
     assert counts["HMMA"] == 0
-    # The KV loop's one barrier, and one before it for the mbarriers' initialisation; the
-    # row max and sum are shuffles.
-    assert counts["BAR"] == 2
+    # One barrier, before the KV loop, for the mbarriers' initialisation: the loop orders
+    # its stages by mbarriers alone; the row max and sum are shuffles.
+    assert counts["BAR"] == 1
     # k and v by TMA: a box per 64 columns (128 bytes) each a stage, in the loop and the
     # two stages issued before it; q, loaded once, by the threads' cp.async (its tested
     # and untested copies).
@@ -152,6 +152,7 @@ def test_matmul_copies_its_k_loop_by_tma(tmp_path):
     compiled = compile_kernel(module, "matmul", values, arch="sm_90a", verbose=True)
     counts = opcodes(sass(compiled.cubin, tmp_path))
     assert counts["UTMALDG"] == 3 * 3 and counts["LDGSTS"] == 0
+    assert counts["BAR"] == 1  # the mbarriers' initialisation: none in the k-loop
     assert compiled.contract.slots[-2:] == (
         Slot("tensormap", "tmap", "a", box=(128, 64)),
         Slot("tensormap", "tmap", "b", box=(64, 64)),
@@ -166,9 +167,11 @@ def test_matmul_keeps_one_k_step_in_flight(tmp_path):
     assert len(products) == 64 // 16  # one k-step of m64n128k16, per warpgroup
     between = code[products[0] : products[-1] + 1]
     assert not [text for text in between if text.startswith("WARPGROUP.DEPBAR")]
-    # The release that frees the older k-step's stage: all but the newest product done;
-    # then the next iteration, with no wait for the newest (ptxas adds none of its own).
+    # The release that frees the older k-step's stage: all but the newest product done,
+    # the stage handed back (an arrival on its empty mbarrier); then the next iteration,
+    # with no wait for the newest (ptxas adds none of its own).
     assert code[products[-1] + 1].startswith("WARPGROUP.DEPBAR.LE gsb0, 0x1")
-    assert "BRA" in code[products[-1] + 2]
+    assert code[products[-1] + 2].startswith("SYNCS.ARRIVE")
+    assert "BRA" in code[products[-1] + 3]
     # The one wait for every product: after the loop, before the epilogue reads them.
     assert sum(text.startswith("WARPGROUP.DEPBAR.LE gsb0, 0x0") for text in code) == 1

@@ -1,12 +1,15 @@
 """TMA copies of a pipelined loop's windows (``gpu/tma.py``, ``passes/pipeline.py``).
 
 Where the specialisation puts a tensor's base and rows on 16 bytes with a unit last
-stride, on sm_90 and later, every ring of a loop is filled by TMA: an mbarrier a stage
-(initialised before the loop, one arrival per copy a phase), the copies issued by one
-thread after the iteration's barrier, and each iteration waiting for its stage's phase,
-whose parity the loop carries.  The executor runs that against the interpreter and
-fails a read before the copy landed, a phase that never completes, and an mbarrier
-used before its initialisation.
+stride, on sm_90 and later, every ring of a loop is filled by TMA: two mbarriers a stage
+(initialised before the loop): a full one, one arrival per copy a phase, and an empty
+one, an arrival per thread.  Each iteration's refill is issued by one thread once every
+thread handed the stage back (its empty mbarrier's phase, whose parity the loop
+carries), then the iteration waits for its own stage's full phase (its parity carried
+too), and at its end every thread hands back the stage it is done with: no CTA-wide
+barrier in the loop.  The executor runs that against the interpreter and fails a read
+before the copy landed, a refill before the stage was handed back, a phase that never
+completes, and an mbarrier used before its initialisation.
 """
 
 from __future__ import annotations
@@ -44,22 +47,32 @@ def copies(kernel: ir.Kernel, kind: type) -> list:
 def test_the_k_loop_is_filled_by_tma_with_an_mbarrier_a_stage():
     kernel = tma_matmul()
     loop = the_loop(kernel)
-    (bars,) = copies(kernel, ir.MbarrierAlloc)
-    (init,) = copies(kernel, ir.MbarrierInit)
+    full, empty = copies(kernel, ir.MbarrierAlloc)
+    inits = copies(kernel, ir.MbarrierInit)
     rings = [op for op in kernel.walk() if isinstance(op, ir.SharedAlloc) and op.lag]
     (stages,) = {ring.result.type.stages for ring in rings}
-    assert bars.result.type == ir.Mbarriers(stages) and init.arrivals == 2  # a and b
+    assert full.result.type == empty.result.type == ir.Mbarriers(stages)
+    assert [(i.operands[0], i.arrivals) for i in inits] == [
+        (full.result, 2),  # a and b
+        (empty.result, kernel.threads),
+    ]
     assert copies(kernel, ir.CopyAsync) == [] and copies(kernel, ir.AsyncWait) == []
     boxes = {(op.tensor, op.box) for op in copies(kernel, ir.CopyTma)}
     assert boxes == {("a", (128, 64)), ("b", (64, 64))}
-    # In the body: the barrier, then the refill, then the wait for this iteration's stage.
-    kinds = [
-        type(op) for op in loop.body.ops if isinstance(op, (ir.Barrier, ir.If, ir.MbarrierWait))
-    ]
-    assert kinds[:3] == [ir.Barrier, ir.If, ir.MbarrierWait]
-    (wait,) = of(loop.body, ir.MbarrierWait)
-    stage, phase = loop.body.args[-2:]
-    assert wait.operands == [bars.result, stage, phase]
+    # In the body: no barrier; the refill (one thread waits for the stage to be handed
+    # back), the wait for this iteration's stage, and at the end the hand-back of the
+    # stage the product in flight read, after the wait that completes it.
+    assert of(loop.body, ir.Barrier) == []
+    refill, wait = [op for op in loop.body.ops if isinstance(op, (ir.If, ir.MbarrierWait))][:2]
+    stage, phase, refill_phase = loop.body.args[-3:]
+    assert wait.operands == [full.result, stage, phase] and not wait.single
+    handed = refill.regions[0].ops[0]
+    assert isinstance(handed, ir.MbarrierWait) and handed.single
+    assert handed.operands[0] is empty.result and handed.operands[2] is refill_phase
+    release, hand_back = loop.body.ops[-3:-1]
+    assert isinstance(release, ir.WgmmaWait) and release.pending == 1
+    (arrive,) = of(hand_back.regions[0], ir.MbarrierArrive)
+    assert arrive.operands[0] is empty.result
 
 
 @pytest.mark.parametrize("shape", [(200, 136, 304), (128, 128, 64), (64, 64, 0), (72, 200, 1000)])
@@ -109,8 +122,17 @@ def test_a_parity_that_never_flips_reads_a_stage_before_it_landed():
     read the stage while its next copy is in flight."""
     kernel = tma_matmul()
     loop = the_loop(kernel)
-    loop.body.ops[-1].operands[-1] = loop.body.args[-1]  # the parity yielded unchanged
+    loop.body.ops[-1].operands[-2] = loop.body.args[-2]  # the parity yielded unchanged
     with pytest.raises(ExecutionError, match="wgmma reads shared memory before its asynchronous"):
+        execute(kernel, (1, 1, 1), matmul_args(128, 128, 64 * 8))
+
+
+def test_a_refill_parity_that_never_flips_is_a_deadlock():
+    """The second round's refill would wait for a hand-back phase no thread arrives on."""
+    kernel = tma_matmul()
+    loop = the_loop(kernel)
+    loop.body.ops[-1].operands[-1] = loop.body.args[-1]
+    with pytest.raises(ExecutionError, match=r"waits for phase 1 of stage \d, which has 0 of"):
         execute(kernel, (1, 1, 1), matmul_args(128, 128, 64 * 8))
 
 
@@ -127,9 +149,45 @@ def test_a_phase_with_an_arrival_missing_is_a_deadlock():
         execute(kernel, (1, 1, 1), matmul_args(128, 128, 256))
 
 
+def test_a_stage_never_handed_back_is_a_deadlock():
+    kernel = tma_matmul()
+    for op in kernel.walk():
+        for region in op.regions:
+            region.ops = [o for o in region.ops if not isinstance(o, ir.MbarrierArrive)]
+    with pytest.raises(ExecutionError, match=r"waits for phase 0 of stage \d, which has 0 of its"):
+        execute(kernel, (1, 1, 1), matmul_args(128, 128, 64 * 8))
+
+
+def test_a_refill_before_the_stage_is_handed_back_is_a_race():
+    """On the GPU the issuing thread runs ahead of the others: without the wait it would
+    overwrite a stage another warpgroup's product may still read."""
+    kernel = tma_matmul()
+    for op in kernel.walk():
+        for region in op.regions:
+            region.ops = [
+                o for o in region.ops if not (isinstance(o, ir.MbarrierWait) and o.single)
+            ]
+    with pytest.raises(ExecutionError, match="copy_tma overwrites shared memory another thread"):
+        execute(kernel, (1, 1, 1), matmul_args(128, 128, 64 * 8))
+
+
+def test_a_hand_back_before_the_product_completes_is_an_error():
+    """The stage a product in flight reads is handed back only after the wait that
+    completes it: handed back before, its refill would overwrite it under the product."""
+    kernel = tma_matmul()
+    body = the_loop(kernel).body
+    release = next(op for op in body.ops if isinstance(op, ir.WgmmaWait) and not op.results)
+    body.ops.remove(release)
+    body.ops.insert(len(body.ops) - 1, release)  # after the hand-back
+    with pytest.raises(
+        ExecutionError, match="copy_tma overwrites shared memory another thread read"
+    ):
+        execute(kernel, (1, 1, 1), matmul_args(128, 128, 64 * 8))
+
+
 def test_an_mbarrier_used_before_its_initialisation_is_an_error():
     kernel = tma_matmul()
-    (init,) = copies(kernel, ir.MbarrierInit)
+    init = copies(kernel, ir.MbarrierInit)[0]
     kernel.body.ops.remove(init)
     with pytest.raises(ExecutionError, match="uses an mbarrier before it is initialised"):
         execute(kernel, (1, 1, 1), matmul_args(128, 128, 256))

@@ -36,7 +36,10 @@ COMPILER = shutil.which("g++")
 CUDA_RUNTIME = r"""
 #pragma once
 #include <barrier>
+#include <chrono>
 #include <cmath>
+#include <condition_variable>
+#include <map>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -139,16 +142,57 @@ struct TensorMap {
     long long dims[5], strides[5];
     int box[5], rank, element;
 };
-// The copy lands at once (the barrier before the stage's readers orders it); the
-// mbarriers count nothing here (the GPU-IR executor checks their phases).
-inline void mbarrier_init(unsigned long long*, int, unsigned) {}
-inline void mbarrier_arrive_expect(unsigned long long*, unsigned) {}
-inline void mbarrier_wait(unsigned long long*, int) {}
+// An mbarrier: its phase completes when the arrivals it was made for came and the copies
+// they announced delivered every byte.  A wait that would never return aborts the run.
+struct EmulatedMbarrier { unsigned expected = 0, arrived = 0, completed = 0; long long bytes = 0; };
+std::mutex emulated_mbarrier_lock;
+std::condition_variable emulated_mbarrier_changed;
+std::map<const unsigned long long*, EmulatedMbarrier> emulated_mbarriers;
+inline void emulated_settle(EmulatedMbarrier& b) {
+    if (b.arrived == b.expected && b.bytes == 0) {
+        b.arrived = 0;
+        ++b.completed;
+        emulated_mbarrier_changed.notify_all();
+    }
+}
+inline void mbarrier_init(unsigned long long* bars, int count, unsigned arrivals) {
+    std::lock_guard<std::mutex> hold(emulated_mbarrier_lock);
+    for (int i = 0; i < count; ++i) emulated_mbarriers[bars + i] = {arrivals, 0, 0, 0};
+}
+inline void mbarrier_arrive_expect(unsigned long long* bar, unsigned bytes) {
+    std::lock_guard<std::mutex> hold(emulated_mbarrier_lock);
+    EmulatedMbarrier& b = emulated_mbarriers.at(bar);
+    b.bytes += bytes;
+    ++b.arrived;
+    emulated_settle(b);
+}
+inline void mbarrier_arrive(unsigned long long* bar) {
+    std::lock_guard<std::mutex> hold(emulated_mbarrier_lock);
+    EmulatedMbarrier& b = emulated_mbarriers.at(bar);
+    ++b.arrived;
+    emulated_settle(b);
+}
+inline void emulated_delivered(unsigned long long* bar, long long bytes) {
+    std::lock_guard<std::mutex> hold(emulated_mbarrier_lock);
+    EmulatedMbarrier& b = emulated_mbarriers.at(bar);
+    b.bytes -= bytes;
+    emulated_settle(b);
+}
+inline void mbarrier_wait(unsigned long long* bar, int parity) {
+    std::unique_lock<std::mutex> hold(emulated_mbarrier_lock);
+    const EmulatedMbarrier& b = emulated_mbarriers.at(bar);
+    if (!emulated_mbarrier_changed.wait_for(hold, std::chrono::seconds(60), [&] {
+            return int(b.completed % 2) != parity;
+        })) {
+        std::fprintf(stderr, "emulation: an mbarrier wait never returned (a deadlock)\n");
+        std::abort();
+    }
+}
 // The box at (c0, c1, ...) into SHARED: rows of box[0] elements, zeros outside the
 // tensor, each row's 16-byte chunks swizzled by the row's bytes (the swizzle width), as
 // the PTX ISA's SWIZZLE_32B/64B/128B modes place them from a 1024-byte-aligned atom.
 template <int RANK>
-inline void tma_load(void* shared, const TensorMap* map, unsigned long long*, int c0, int c1,
+inline void tma_load(void* shared, const TensorMap* map, unsigned long long* bar, int c0, int c1,
                      int c2 = 0, int c3 = 0, int c4 = 0) {
     const long long at[5] = {c0, c1, c2, c3, c4};
     const int e = map->element, width = map->box[0] * e, chunks = width / 16;
@@ -167,6 +211,7 @@ inline void tma_load(void* shared, const TensorMap* map, unsigned long long*, in
             for (int b = 0; b < e; ++b) out[placed + b] = inside ? map->base[offset * e + b] : 0;
         }
     }
+    emulated_delivered(bar, (long long)map->box[0] * map->box[1] * e);
 }
 inline void copy_async_commit() {}
 template <int PENDING> inline void copy_async_wait_pending() {}

@@ -869,7 +869,8 @@ class _Printer:
         rows, columns = op.box[-2:]
         tensor_map = self.signature.tensor_map(op.tensor, op.box)
         rank = len(op.box)
-        self.open("if (tid == 0)")
+        if op.single:
+            self.open("if (tid == 0)")
         self.line(f"phobos::mbarrier_arrive_expect({bars} + ({stage}), {layout.size_bytes});")
         for atom in range(layout.cols // columns):
             target = f"{buffer} + ({stage}) * {step} + {atom * rows * layout.width}"
@@ -878,11 +879,17 @@ class _Printer:
                 f"phobos::tma_load<{rank}>({target}, &{tensor_map}, {bars} + ({stage}), "
                 f"{', '.join(coords)});"
             )
-        self.close()
+        if op.single:
+            self.close()
 
     def _MbarrierWait(self, op: ir.MbarrierWait) -> None:
         bars, stage, phase = (self.name(v) for v in op.operands)
-        self.line(f"phobos::mbarrier_wait({bars} + ({stage}), {phase});")
+        wait = f"phobos::mbarrier_wait({bars} + ({stage}), {phase});"
+        self.line(f"if (tid == 0) {wait}" if op.single else wait)
+
+    def _MbarrierArrive(self, op: ir.MbarrierArrive) -> None:
+        bars, stage = (self.name(v) for v in op.operands)
+        self.line(f"phobos::mbarrier_arrive({bars} + ({stage}));")
 
     def _AsyncCommit(self, op) -> None:
         self.line("phobos::copy_async_commit();")

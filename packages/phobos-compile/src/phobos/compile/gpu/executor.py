@@ -124,6 +124,10 @@ class _SharedMemory:
     threads: int
     data: np.ndarray = field(init=False)
     epoch: int = 0
+    clock: int = 0  # ops run so far: when each byte was last read
+    # The clock of the latest hand-back the copy-issuing thread waited for: what any thread
+    # read before then is done, so that thread's TMA copies may overwrite it.
+    acquired: int = -1
 
     def __post_init__(self) -> None:
         n = self.size
@@ -132,6 +136,7 @@ class _SharedMemory:
         self.write_epoch = np.full(n, -1, np.int64)
         self.reader = np.full(n, -1, np.int64)  # -2: several threads
         self.read_epoch = np.full(n, -1, np.int64)
+        self.read_clock = np.full(n, -1, np.int64)
         self.pending = np.zeros(n, np.bool_)
         self.fenced = np.ones(n, np.bool_)
         self.in_flight = np.zeros(n, np.int64)  # wgmma operands not yet waited for
@@ -148,7 +153,11 @@ class _SharedMemory:
         self.write_epoch[offsets] = self.epoch
         self.fenced[offsets] = False
 
-    def _check_write(self, threads: np.ndarray, offsets: np.ndarray, what: str) -> None:
+    def _check_write(
+        self, threads: np.ndarray, offsets: np.ndarray, what: str, released: int = -1
+    ) -> None:
+        """``released``: reads before that clock were handed back to the writer (an
+        mbarrier it waited for), so they are ordered before this write."""
         if self.pending[offsets].any():
             raise ExecutionError(
                 f"{what} writes shared memory that an asynchronous copy has not landed in yet"
@@ -164,6 +173,7 @@ class _SharedMemory:
         read = self.read_epoch[offsets] == self.epoch
         readers = self.reader[offsets]
         conflict = read & (readers != threads) & (readers != -1)
+        conflict &= self.read_clock[offsets] >= released
         if conflict.any():
             raise ExecutionError(
                 f"{what} overwrites shared memory another thread read with no barrier between"
@@ -209,6 +219,7 @@ class _SharedMemory:
         np.logical_or.at(several, offsets, combined == -2)
         self.reader[several] = -2
         self.read_epoch[offsets] = self.epoch
+        self.read_clock[offsets] = self.clock
 
     def async_read(self, offsets: np.ndarray, what: str) -> np.ndarray:
         """What the async proxy (wgmma) reads: fenced, before the last barrier, landed."""
@@ -262,15 +273,18 @@ class _Phase:
 
 @dataclass
 class _Mbarriers:
-    """A ring's mbarriers: each one's arrivals a phase, phases completed, open phase."""
+    """A ring's mbarriers: each one's arrivals a phase, phases completed (and the clock
+    the last one completed at), open phase."""
 
     count: int
     arrivals: int = 0  # 0: not initialised
     completed: list[int] = field(default_factory=list)
+    completed_at: list[int] = field(default_factory=list)
     open: list[_Phase] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.completed = [0] * self.count
+        self.completed_at = [-1] * self.count
         self.open = [_Phase() for _ in range(self.count)]
 
 
@@ -341,6 +355,7 @@ class Executor:
 
     def op(self, op: ir.Op, env: dict[ir.Value, object]) -> None:
         handler = getattr(self, "_" + type(op).__name__)
+        self.smem.clock += 1
         args = [env[v] for v in op.operands]
         for i, x in enumerate(args):
             if isinstance(x, _InFlight) and not _may_take_in_flight(op, i):
@@ -830,7 +845,9 @@ class Executor:
         values = np.zeros(inside.shape, _np(dtype))
         values[inside] = self._tensor_read(op.tensor, tuple(i[inside] for i in indices))
         offsets = self._element_bytes(buffer, rows, cols, stage).reshape(-1)
-        self.smem._check_write(np.zeros(offsets.size, np.int64), offsets, "copy_tma")
+        self.smem._check_write(
+            np.zeros(offsets.size, np.int64), offsets, "copy_tma", self.smem.acquired
+        )
         self.smem.pending[offsets] = True
         phase.arrivals += 1
         if phase.arrivals > bars.arrivals:
@@ -844,22 +861,41 @@ class Executor:
         bars, stage, parity = args[0], int(args[1]), int(args[2])
         what = f"mbarrier_wait at {op.span}"
         phase = self._barrier_of(bars, stage, what)
-        if bars.completed[stage] % 2 != parity:
-            return  # the phase of that parity is the last one completed
-        if phase.arrivals < bars.arrivals:
-            raise ExecutionError(
-                f"{what} waits for phase {bars.completed[stage]} of stage {stage}, which has "
-                f"{phase.arrivals} of its {bars.arrivals} arrivals: a deadlock"
-            )
+        if bars.completed[stage] % 2 == parity:  # the phase of that parity is still open
+            if phase.arrivals < bars.arrivals:
+                raise ExecutionError(
+                    f"{what} waits for phase {bars.completed[stage]} of stage {stage}, which "
+                    f"has {phase.arrivals} of its {bars.arrivals} arrivals: a deadlock"
+                )
+            self._complete_phase(bars, stage)
+        if op.single:
+            self.smem.acquired = max(self.smem.acquired, bars.completed_at[stage])
+
+    def _complete_phase(self, bars: _Mbarriers, stage: int) -> None:
+        """The stage's open phase completes: its copies land."""
         smem = self.smem
-        for c in phase.copies:
+        for c in bars.open[stage].copies:
             smem.pending[c.offsets] = False
             smem.data[c.offsets] = c.data
             smem.writer[c.offsets] = -1  # the async proxy: visible to whoever waited
             smem.write_epoch[c.offsets] = -1
             smem.fenced[c.offsets] = True
         bars.completed[stage] += 1
+        bars.completed_at[stage] = smem.clock
         bars.open[stage] = _Phase()
+
+    def _MbarrierArrive(self, op: ir.MbarrierArrive, args, env):
+        bars, stage = args[0], int(args[1])
+        what = f"mbarrier_arrive at {op.span}"
+        phase = self._barrier_of(bars, stage, what)
+        phase.arrivals += self.threads
+        if phase.arrivals > bars.arrivals:
+            raise ExecutionError(
+                f"{what}: {phase.arrivals} arrivals on stage {stage}, whose mbarrier was made "
+                f"for {bars.arrivals} a phase"
+            )
+        if phase.arrivals == bars.arrivals and not phase.copies:
+            self._complete_phase(bars, stage)  # no bytes owed: the phase completes now
 
     def _AsyncCommit(self, op, args, env):
         self.smem.commit()
@@ -956,6 +992,7 @@ class Executor:
             every = np.full(flight.operand_bytes.size, -2)
             self.smem.reader[flight.operand_bytes] = every
             self.smem.read_epoch[flight.operand_bytes] = self.smem.epoch
+            self.smem.read_clock[flight.operand_bytes] = self.smem.clock
 
     def _DotShared(self, op: ir.DotShared, args, env):
         a_buf, b_buf, acc = args

@@ -521,7 +521,8 @@ class CopyAsync(Op):
 @dataclass(eq=False, kw_only=True)
 class CopyTma(Op):
     """A window of ``tensor`` into a buffer by the tensor memory accelerator: one thread
-    arrives on the stage's mbarrier, owing it the window's bytes, and issues one copy of
+    (the CTA's first, or the producer's where the CTA is warp-specialised) arrives on the
+    stage's mbarrier, owing it the window's bytes, and issues one copy of
     a ``box`` (an extent an axis of the tensor: 1 where the window takes an index, then
     rows and columns) per swizzle atom of the buffer's layout; bytes outside the tensor
     arrive as zeros.  Operands: buffer, mbarriers, starts..., stage.  The launch passes a
@@ -531,6 +532,7 @@ class CopyTma(Op):
     tensor: str
     lengths: tuple[int | None, ...]
     box: tuple[int, ...]
+    single: bool = True  # the CTA's first thread issues it (False: the op's one thread does)
 
 
 @dataclass(eq=False, kw_only=True)
@@ -553,10 +555,21 @@ class MbarrierInit(Op):
 @dataclass(eq=False, kw_only=True)
 class MbarrierWait(Op):
     """Every thread waits until the phase of parity ``phase`` of the stage's mbarrier has
-    completed: what the copies it counted wrote is then visible (operands: mbarriers,
-    stage, phase)."""
+    completed: what the copies it counted wrote is then visible, and what the threads that
+    arrived read before arriving is done (operands: mbarriers, stage, phase).  ``single``:
+    only the CTA's first thread waits (before it refills the stage)."""
 
     NAME = "mbarrier_wait"
+    single: bool = False
+
+
+@dataclass(eq=False, kw_only=True)
+class MbarrierArrive(Op):
+    """Every thread running it arrives once on the stage's mbarrier (operands: mbarriers,
+    stage): the consumers of a ring hand a stage back to whoever refills it, once the
+    reads of it they made are complete."""
+
+    NAME = "mbarrier_arrive"
 
 
 @dataclass(eq=False, kw_only=True)

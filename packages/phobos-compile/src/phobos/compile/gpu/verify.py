@@ -106,7 +106,7 @@ class _Verifier:
                 self.fail(op, "its first operand is not a shared buffer")
             if isinstance(op, ir.CopyTma):
                 self.tma(op)
-        elif isinstance(op, (ir.MbarrierInit, ir.MbarrierWait)):
+        elif isinstance(op, (ir.MbarrierInit, ir.MbarrierWait, ir.MbarrierArrive)):
             if not isinstance(op.operands[0].type, ir.Mbarriers):
                 self.fail(op, "its first operand is not an mbarrier array")
         elif isinstance(op, ir.WgmmaWait):

@@ -25,6 +25,7 @@ _EFFECTS = (
     ir.CopyTma,
     ir.MbarrierInit,
     ir.MbarrierWait,
+    ir.MbarrierArrive,
     ir.AsyncCommit,
     ir.AsyncWait,
     ir.FenceAsync,

@@ -10,8 +10,8 @@ next copies.  This pass moves each wait to where the product is first needed:
   (matmul's k-loop: ``acc = dot(a, b, acc)``) there is no wait at all: the next
   ``wgmma`` is ``chained`` onto the one in flight, which the hardware orders; a wait
   without a result at the end of the iteration then releases the stage the older
-  product read (``wgmma.wait_group 1``: all but the newest product complete), so the
-  ring refills it an iteration later (``passes/pipeline.py``).  Matmul keeps one
+  product read (``wgmma.wait_group 1``: all but the newest product complete), before
+  the iteration hands that stage back to the ring's refill (``passes/pipeline.py``).  Matmul keeps one
   k-step in flight behind the issue of the next.
 * After a loop that carries a product, a wait for it comes first.  ptxas serializes
   every wgmma of the kernel (C7514) where other instructions come before that wait,
@@ -49,6 +49,7 @@ _FENCES = (
     ir.Store,
     ir.Atomic,
     ir.Return,
+    ir.MbarrierArrive,
 )
 
 
@@ -110,7 +111,7 @@ def _carry_products(kernel: ir.Kernel, outer: ir.Block, loop: ir.For) -> None:
         if uses == [product] and product.operands[2] is arg:
             product.chained = True
             release = ir.WgmmaWait(operands=[arg], span=product.span)
-            body.ops.insert(len(body.ops) - 1, release)
+            body.ops.insert(_hand_back_point(body), release)
         elif uses:
             first = _top_level_user(body, arg)
             assert first is not None
@@ -122,6 +123,17 @@ def _carry_products(kernel: ir.Kernel, outer: ir.Block, loop: ir.For) -> None:
         after.results = [ir.Value(product.result.type, wait.result.name)]
         ir.replace_uses(kernel.body, result, after.result)
         outer.ops.insert(outer.ops.index(loop) + 1, after)
+
+
+def _hand_back_point(body: ir.Block) -> int:
+    """Where a wait that releases a ring's stage goes: before the iteration hands the stage
+    back to its refill (the pipeline's ``mbarrier_arrive`` at the end), else before the
+    yield."""
+    for i, op in enumerate(body.ops):
+        inner = [op, *(o for r in op.regions for o in r.walk())]
+        if any(isinstance(o, ir.MbarrierArrive) for o in inner):
+            return i
+    return len(body.ops) - 1
 
 
 def _converted_only_into(body: ir.Block, uses: list[ir.Op], product: ir.Wgmma) -> bool:

@@ -17,6 +17,15 @@ attention's ``k`` and ``v``, not ``q``) and
   issues iteration ``i + D``'s copies into that freed stage;
 * gives each reader of a ring the stage it reads, a value the loop carries.
 
+Where every ring of the loop may go by TMA (``gpu/tma.py``) no barrier is needed: each
+stage has a *full* mbarrier (the copies into it arrive, owing their bytes) and an
+*empty* one (every thread arrives when done with the stage: at the end of the
+iteration that read it, or of the next where a product in flight reads it).  One
+thread issues each refill after waiting for the stage's empty phase, and each
+iteration waits for its own stage's full phase; the loop carries both parities.  So
+no thread waits for another but the one that refills a stage, and it only for the
+threads still reading that stage.
+
 ``D = S - 1 - L``: a stage read in iteration ``i`` is free once every thread passed
 the next barrier after the read completed.  A load from shared memory completes at
 once (``L = 0``: the stage read last iteration is refilled).  A ``wgmma`` the loop
@@ -25,10 +34,11 @@ there, so a loop with one reading a ring takes ``L = 1`` (refilled an iteration
 later) and marks its rings so (``SharedAlloc.lag``); ``passes/mma_waits.py``, which
 runs next, keeps a product in flight only over such a ring.  So ``D`` iterations of
 copies are in flight behind each one's work, at the cost of one wait and one barrier
-an iteration.  ``S`` is the variant's ``NUM_STAGES`` when it has one, else as many as
-the shared-memory budget holds, ``2 + L`` to ``MAX_STAGES``.  Where the budget holds
-fewer than ``2 + L`` stages, ``L = 0`` (every product completes within its
-iteration); where it holds fewer than two, the loop is not pipelined.  The ring's own
+(or, by TMA, two mbarrier waits and an arrival) an iteration.  ``S`` is the variant's
+``NUM_STAGES`` when it has one, else as many as the shared-memory budget holds,
+``2 + L`` to ``MAX_STAGES``.  Where the budget holds fewer than ``2 + L`` stages,
+``L = 0`` (every product completes within its iteration); where it holds fewer than
+two, the loop is not pipelined.  The ring's own
 accesses are ordered here; the barrier pass leaves them alone inside the loop.
 """
 
@@ -185,14 +195,20 @@ class _Pipeliner:
             before.append(ring)
             rings[alloc.result] = ring.result
         prologue = ir.Block()
-        self.bars = None
-        if self.boxes is not None:  # by TMA: an mbarrier a stage, ready before any copy
-            bars = ir.MbarrierAlloc(span=self.loop.span)
-            bars.results = [ir.Value(ir.Mbarriers(stages), "full")]
-            before.append(bars)
-            self.bars = bars.result
+        self.bars = self.empty = None
+        if self.boxes is not None:  # by TMA: two mbarriers a stage, ready before any copy
+            full = ir.MbarrierAlloc(span=self.loop.span)
+            full.results = [ir.Value(ir.Mbarriers(stages), "full")]
+            empty = ir.MbarrierAlloc(span=self.loop.span)
+            empty.results = [ir.Value(ir.Mbarriers(stages), "empty")]
+            self.bars, self.empty = full.result, empty.result
             before += [
+                full,
+                empty,
                 ir.MbarrierInit(arrivals=len(found), operands=[self.bars], span=self.loop.span),
+                ir.MbarrierInit(
+                    arrivals=self.kernel.threads, operands=[self.empty], span=self.loop.span
+                ),
                 ir.Barrier(span=self.loop.span),
             ]
         # The first D iterations' copies.
@@ -219,23 +235,26 @@ class _Pipeliner:
         outer.ops.insert(outer.ops.index(self.loop), b.block.ops.pop())  # the constant
         result = ir.Value(ir.Uniform("i32"), "stage")
         self.loop.results.append(result)
-        phase = None
-        if self.bars is not None:  # and the parity of the phase its mbarrier completes next
-            phase = ir.Value(ir.Uniform("i32"), "phase")
-            self.body.args.append(phase)
-            self.loop.operands.append(self.loop.operands[-1])  # 0, as the stage starts
-            self.loop.results.append(ir.Value(ir.Uniform("i32"), "phase"))
+        phase = refill_phase = None
+        if self.bars is not None:
+            # The parity of the phase the stage's full mbarrier completes next, and of the
+            # phase of the refilled stage's empty mbarrier its refill waits for: the one
+            # before the first (1), which counts as complete, until the refills wrap.
+            phase = self.carry("phase", self.loop.operands[-1])  # 0, as the stage starts
+            one = b.constant(1, "i32")
+            outer.ops.insert(outer.ops.index(self.loop), b.block.ops.pop())
+            refill_phase = self.carry("refill_phase", one)
         # In the body: the copies go; the wait, fence, barrier and next issue take the place
         # of the first; readers take the stage.
         gone = {id(op) for alloc, copy, tail in found for op in (alloc, copy, *tail)}
         head = ir.Block()
         with b.inside(head):
             b.span = found[0][1].span
-            if self.bars is None:
-                b.add(ir.AsyncWait(pending=ahead_by - 1))
+            if self.bars is None:  # every thread's copies landed, every thread done with
+                b.add(ir.AsyncWait(pending=ahead_by - 1))  # the stage refilled next
                 if fence:
                     b.add(ir.FenceAsync())
-            b.add(ir.Barrier())
+                b.add(ir.Barrier())
             count = b.constant(stages, "i32")
             later = b.binary("add", stage, b.constant(ahead_by, "i32"))
             wraps = b.binary("ge", later, count, "bool")
@@ -250,7 +269,7 @@ class _Pipeliner:
                 ahead,
                 b.binary("lt", ahead, stop, "bool"),
                 write,
-                iv=self.body.args[0],
+                refill_phase,
             )
             if self.bars is None:
                 b.add(ir.AsyncCommit())
@@ -266,12 +285,17 @@ class _Pipeliner:
             following = b.select(
                 is_last, b.constant(0, "i32"), b.binary("add", stage, b.constant(1, "i32"))
             )
-            if phase is not None:
-                flipped = b.binary("xor", phase, b.constant(1, "i32"))
-                next_phase = b.select(is_last, flipped, phase)
+            if phase is not None and refill_phase is not None:
+                one = b.constant(1, "i32")
+                next_phase = b.select(is_last, b.binary("xor", phase, one), phase)
+                refill_wraps = b.binary("eq", write, b.constant(stages - 1, "i32"), "bool")
+                next_refill_phase = b.select(
+                    refill_wraps, b.binary("xor", refill_phase, one), refill_phase
+                )
+                self.hand_back(b, stage, stages, lag, start)
         yield_op.operands.append(following)
         if phase is not None:
-            yield_op.operands.append(next_phase)
+            yield_op.operands += [next_phase, next_refill_phase]
         self.body.ops = kept + head.ops + rest + tail.ops + [yield_op]
         for old, ring in rings.items():
             ir.replace_uses(self.body, old, ring)
@@ -288,13 +312,52 @@ class _Pipeliner:
             elif isinstance(op, ir.SharedLoad) and op.operands[0] in rings.values():
                 op.operands = [op.operands[0], stage]
 
-    def issue(
-        self, b: Builder, found, rings, at_iv: ir.Value, cond: ir.Value, stage: ir.Value, iv=None
-    ) -> None:
-        """The copies of the iteration whose loop variable is ``at_iv``, into ``stage``, where
-        ``cond`` holds (past the loop's end there is none)."""
+    def carry(self, name: str, init: ir.Value) -> ir.Value:
+        """A new value the loop carries, from ``init``: its argument in the body."""
+        arg = ir.Value(ir.Uniform("i32"), name)
+        self.body.args.append(arg)
+        self.loop.operands.append(init)
+        self.loop.results.append(ir.Value(ir.Uniform("i32"), name))
+        return arg
+
+    def hand_back(self, b: Builder, stage: ir.Value, stages: int, lag: int, start) -> None:
+        """The end of an iteration: every thread arrives on the empty mbarrier of the stage
+        it is done with, this iteration's, or with a product in flight the previous one's
+        (none in the first iteration)."""
+        if lag == 0:
+            b.add(ir.MbarrierArrive(operands=[self.empty, stage]))
+            return
+        is_first = b.binary("eq", stage, b.constant(0, "i32"), "bool")
+        previous = b.select(
+            is_first,
+            b.constant(stages - 1, "i32"),
+            b.binary("sub", stage, b.constant(1, "i32")),
+        )
         region = ir.Block()
         with b.inside(region):
+            b.add(ir.MbarrierArrive(operands=[self.empty, previous]))
+            b.add(ir.Yield())
+        later = b.binary("ne", self.body.args[0], start, "bool")
+        b.add(ir.If(operands=[later], regions=[region, ir.Block(ops=[ir.Yield()])]))
+
+    def issue(
+        self,
+        b: Builder,
+        found,
+        rings,
+        at_iv: ir.Value,
+        cond: ir.Value,
+        stage: ir.Value,
+        refill_phase: ir.Value | None = None,
+    ) -> None:
+        """The copies of the iteration whose loop variable is ``at_iv``, into ``stage``, where
+        ``cond`` holds (past the loop's end there is none).  A refill by TMA first waits
+        (one thread) until every thread handed the stage back: its empty mbarrier completed
+        the phase of parity ``refill_phase``."""
+        region = ir.Block()
+        with b.inside(region):
+            if refill_phase is not None and self.boxes is not None:
+                b.add(ir.MbarrierWait(operands=[self.empty, stage, refill_phase], single=True))
             for i, (_, copy, _) in enumerate(found):
                 starts = [self.clone(b, s, at_iv, {}) for s in copy.operands[1:]]
                 if self.boxes is not None:

@@ -107,6 +107,11 @@ PHOBOS_INLINE void mbarrier_arrive_expect(unsigned long long* bar, unsigned byte
                  : "memory");
 }
 
+// Arrive once on BAR (a consumer handing a ring's stage back).
+PHOBOS_INLINE void mbarrier_arrive(unsigned long long* bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(shared_address(bar)) : "memory");
+}
+
 // The box of MAP at coordinates C0 (the innermost axis) to C4 into shared memory at
 // SHARED, completing on BAR's transaction count; elements outside the tensor arrive as
 // zeros.  RANK is the tensor's (2 to 5).
