@@ -78,6 +78,27 @@ def test_every_draw_is_the_interpreters_to_the_bit(seed):
         assert np.array_equal(got.view(np.uint32), interpreted[k].view(np.uint32)), name
 
 
+@ph.kernel
+def many(u: ph.tensor[ph.f32][N], z: ph.tensor[ph.f32][N], seed: ph.u64):
+    i: ph.let = ph.ctx.block.x * 1024
+    offsets: ph.let = i + ph.arange(1024)
+    u[i:+1024] = ph.rand(seed, offsets)
+    z[i:+1024] = ph.randn(seed, offsets)
+
+
+def test_a_million_draws_are_the_interpreters():
+    """Enough lanes that a difference in randn's last bit anywhere in its range would show."""
+    import torch
+
+    n = 1 << 20
+    want = [np.zeros(n, np.float32), np.zeros(n, np.float32)]
+    many[(n // 1024,)](*want, 2**63 + 11)
+    got = [torch.zeros(n, device="cuda"), torch.zeros(n, device="cuda")]
+    many[(n // 1024,)](*got, 2**63 + 11)
+    for w, g in zip(want, got):
+        assert np.array_equal(g.cpu().numpy().view(np.uint32), w.view(np.uint32))
+
+
 def dropout_kernel():
     """The example's kernel, from examples/dropout.py (the .ph file's Python spelling)."""
     spec = importlib.util.spec_from_file_location(

@@ -505,13 +505,32 @@ def test_the_executor_agrees_on_any_length_offsets_and_seed(built, n, rng_seed, 
     assert_bits_equal(interpreted(args), got)
 
 
+# Many draws: a change to randn's last bits (a coefficient one ulp off) shows in some of them.
+MANY = """\
+kernel many(u: tensor<f32>[N], z: tensor<f32>[N], seed: u64) {
+    let i = ctx.block.x * 1024
+    let offsets = i + arange(1024)
+    u[i :+ 1024] = rand(seed, offsets)
+    z[i :+ 1024] = randn(seed, offsets)
+}
+"""
+
+
 @pytest.mark.skipif(COMPILER is None, reason="needs g++")
 def test_the_printed_cpp_gives_the_interpreters_bits():
     """randn too: its f32 operations round as numpy's do, and it calls no library function."""
     kernel = lowered(PROGRAM)
     args = program_inputs(np.random.default_rng(3))
     expected = interpreted(args)
-    launches, results = [], []
+    many = lowered(MANY)
+    n = 32 * 1024
+    draws = [np.zeros(n, np.float32), np.zeros(n, np.float32), np.uint64(2**63 + 11)]
+    many_expected = [a.copy() for a in draws]
+    run(many, (32,), many_expected)
+    spec = Specialization.of(32, **{t.name: TensorSpecialization(16, True) for t in many.tensors})
+    generated = generate(many, spec, "sm_90a")
+    many_got = [a.copy() for a in draws]
+    launches, results = [(generated, (32,), many_got)], []
     for arch in ("sm_90a", "sm_80"):
         facts = TensorSpecialization(16, True)
         spec = Specialization.of(32, **{t.name: facts for t in kernel.tensors})
@@ -527,6 +546,8 @@ def test_the_printed_cpp_gives_the_interpreters_bits():
         run_on_host(launches, Path(work))
     for got in results:
         assert_bits_equal(expected, got)
+    for want, have in zip(many_expected[:2], many_got[:2]):
+        assert np.array_equal(want.view(np.uint32), have.view(np.uint32))
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
