@@ -248,8 +248,8 @@ __all__ = [
     "bf16", "bool", "ceil", "clamp", "const", "cos", "ctx", "dot", "erf", "exp", "exp2", "expm1",
     "f16", "f32", "f64", "fill", "floor", "fma", "i8", "i16", "i32", "i64", "index", "inf",
     "isfinite", "isinf", "isnan", "let", "log", "log1p", "log2", "max", "maximum", "min",
-    "minimum", "popcount", "pow", "prod", "rand", "randint", "randn", "round", "rsqrt", "sigmoid", "sign", "sin", "sqrt", "sum",
-    "tanh", "tensor", "trace", "trans", "trunc", "u8", "u16", "u32", "u64", "umulhi", "var",
+    "minimum", "popcount", "pow", "prod", "rand", "randint", "randn", "round", "rsqrt",
+    "sigmoid", "sign", "sin", "sqrt", "sum", "tanh", "tensor", "trace", "trans", "trunc", "u8", "u16", "u32", "u64", "umulhi", "var",
     "where", "xor_sum", "zeros",
 ]
 # fmt: on
