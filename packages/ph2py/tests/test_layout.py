@@ -39,6 +39,7 @@ def body(ph: str) -> str:
         "control",
         "math",
         "reductions",
+        "random",
     ],
 )
 def test_the_corpus_converts_to_its_expected_python(data: Path, name: str) -> None:

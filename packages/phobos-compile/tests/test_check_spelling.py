@@ -307,6 +307,31 @@ CASES = [
         "cast them: `ph.umulhi(ph.u32(i), ph.u32(7))`",
     ),
     Case(
+        "rand of float offsets",
+        "let v = rand(i, x[0 :+ 16])",
+        "v: ph.let = ph.rand(i, x[0:+16])",
+        "an offset numbers a random value (one per lane), such as `base + arange(BLOCK)`; to use "
+        "a float's whole part, cast it: `rand(i, i64(x[0 :+ 16]))`",
+        "an offset numbers a random value (one per lane), such as `base + ph.arange(BLOCK)`; to "
+        "use a float's whole part, cast it: `ph.rand(i, ph.i64(x[0:+16]))`",
+    ),
+    Case(
+        "randn of a float seed",
+        "let v = randn(a, i)",
+        "v: ph.let = ph.randn(a, i)",
+        "cast it: `randn(i64(a), i)`",
+        "cast it: `ph.randn(ph.i64(a), i)`",
+    ),
+    Case(
+        "triton randint4x",
+        "let v = randint4x(i, i)",
+        "v: ph.let = ph.randint4x(i, i)",
+        "Phobos draws one value a call: `randint(seed, offsets)`; for four streams give each its "
+        "own offsets, such as `4 * offsets + k` for k in 0 to 3",
+        "Phobos draws one value a call: `ph.randint(seed, offsets)`; for four streams give each "
+        "its own offsets, such as `4 * offsets + k` for k in 0 to 3",
+    ),
+    Case(
         "a where condition that is not bool",
         "let v = where(a, a, a)",
         "v: ph.let = ph.where(a, a, a)",

@@ -155,6 +155,24 @@ popcount = _builtin(
 umulhi = _builtin(
     "umulhi", "umulhi(a, b)", "Elementwise high half of the exact product of u32s (or u64s)."
 )
+rand = _builtin(
+    "rand",
+    "rand(seed, offsets)",
+    "Elementwise uniform f32 in [0, 1) (never 1) from Philox 4x32-10: one per lane of the "
+    "integer offsets, a function of the scalar integer seed and the offset alone.",
+)
+randn = _builtin(
+    "randn",
+    "randn(seed, offsets)",
+    "Elementwise standard normal f32 (Box-Muller on Philox 4x32-10): one per lane of the "
+    "integer offsets, a function of the scalar integer seed and the offset alone.",
+)
+randint = _builtin(
+    "randint",
+    "randint(seed, offsets)",
+    "Elementwise 32 random bits (u32) from Philox 4x32-10: one per lane of the integer "
+    "offsets, a function of the scalar integer seed and the offset alone.",
+)
 maximum = _builtin("maximum", "maximum(a, b)", "Elementwise larger of a and b (broadcasting).")
 minimum = _builtin("minimum", "minimum(a, b)", "Elementwise smaller of a and b (broadcasting).")
 where = _builtin("where", "where(c, a, b)", "Elementwise a where c is true, else b (broadcasting).")
@@ -230,8 +248,8 @@ __all__ = [
     "bf16", "bool", "ceil", "clamp", "const", "cos", "ctx", "dot", "erf", "exp", "exp2", "expm1",
     "f16", "f32", "f64", "fill", "floor", "fma", "i8", "i16", "i32", "i64", "index", "inf",
     "isfinite", "isinf", "isnan", "let", "log", "log1p", "log2", "max", "maximum", "min",
-    "minimum", "popcount", "pow", "prod", "round", "rsqrt", "sigmoid", "sign", "sin", "sqrt", "sum",
-    "tanh", "tensor", "trace", "trans", "trunc", "u8", "u16", "u32", "u64", "umulhi", "var",
+    "minimum", "popcount", "pow", "prod", "rand", "randint", "randn", "round", "rsqrt",
+    "sigmoid", "sign", "sin", "sqrt", "sum", "tanh", "tensor", "trace", "trans", "trunc", "u8", "u16", "u32", "u64", "umulhi", "var",
     "where", "xor_sum", "zeros",
 ]
 # fmt: on

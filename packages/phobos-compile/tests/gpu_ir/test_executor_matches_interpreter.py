@@ -108,6 +108,12 @@ def attention_tensors(rng, bh: int, s: int, d: int, causal: bool):
 Case = tuple[list[object], tuple[int, ...]]
 
 
+def dropout(v, rng) -> Case:
+    n = 300
+    args = [normal(rng, n, np.float32), poisoned(n, np.float32), np.float32(0.3), np.int64(-5)]
+    return args, (cdiv(n, v["BLOCK"]),)
+
+
 def vector_add(v, rng) -> Case:
     n = 300
     args = [normal(rng, n, np.float32), normal(rng, n, np.float32), poisoned(n, np.float32)]
@@ -216,6 +222,7 @@ def attention_backward_dq(v, rng) -> Case:
 GRIDS: dict[str, Callable[[dict[str, int], np.random.Generator], Case]] = {
     f.__name__: f
     for f in (
+        dropout,
         vector_add,
         saxpy,
         softmax,

@@ -29,7 +29,7 @@ LANG_NAMES = frozenset(
         *("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs", "maximum", "minimum", "where"),
         *("expm1", "log1p", "tanh", "sigmoid", "erf", "sin", "cos", "pow", "floor", "ceil"),
         *("round", "trunc", "sign", "clamp", "fma", "isnan", "isinf", "isfinite"),
-        *("popcount", "umulhi"),
+        *("popcount", "umulhi", "rand", "randn", "randint"),
         *("sum", "prod", "max", "min", "any", "all", "xor_sum", "argmax", "argmin"),
         *("dot", "trans", "arange", "fill", "trace"),
         *("atomic_add", "atomic_max", "atomic_xchg", "atomic_cas"),

@@ -15,6 +15,7 @@ from phobos.compile.check.arguments import check_args, tile_operand
 from phobos.compile.check.broadcast import broadcast_shapes, is_partial, shape_of, to_shape
 from phobos.compile.check.math_functions import SIGNATURES, lower_clamp, lower_math
 from phobos.compile.check.messages import describe, shown, type_name
+from phobos.compile.check.random_numbers import RANDOM, lower_random
 from phobos.compile.check.reductions import REDUCTIONS
 from phobos.compile.check.scope import Scope
 from phobos.compile.check.types import (
@@ -200,6 +201,7 @@ def lower_cast(lw: Expressions, call: ast.Call, scope: Scope) -> Value:
 BUILTINS: dict[str, Lowering] = {
     **dict.fromkeys(SIGNATURES, lower_math),
     "clamp": lower_clamp,
+    **dict.fromkeys(RANDOM, lower_random),
     "maximum": _elementwise_binary("max"),
     "minimum": _elementwise_binary("min"),
     "where": _where,

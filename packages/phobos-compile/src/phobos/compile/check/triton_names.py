@@ -73,6 +73,14 @@ def _remove(what: str) -> Hint:
     return lambda call, sp: f"{what}; remove the call"
 
 
+def _four(call: ast.Call, sp: Spelling) -> str:
+    one = call.func.removesuffix("4x")
+    return (
+        f"Phobos draws one value a call: `{sp.call(one, 'seed', 'offsets')}`; for four streams "
+        f"give each its own offsets, such as `4 * offsets + k` for k in 0 to 3"
+    )
+
+
 def _not_yet(call: ast.Call, sp: Spelling) -> str:
     return f"'{sp.lang(call.func)}' is not in the language yet (docs/language.md lists what is)"
 
@@ -92,6 +100,7 @@ TRITON_HINTS: dict[str, Hint] = {
     "multiple_of": _remove("each launch is specialised on its tensors' alignment"),
     "max_contiguous": _remove("each launch is specialised on its tensors' unit strides"),
     "assume": _remove("Phobos derives what it needs from the launch's arguments"),
+    **dict.fromkeys(("randint4x", "rand4x", "randn4x"), _four),
     **dict.fromkeys(
         (
             "cumsum",
@@ -101,9 +110,6 @@ TRITON_HINTS: dict[str, Hint] = {
             "sort",
             "topk",
             "histogram",
-            "rand",
-            "randn",
-            "randint",
             "reshape",
             "permute",
             "broadcast_to",

@@ -22,6 +22,8 @@ from fractions import Fraction
 
 import numpy as np
 
+from phobos.compile.interp import philox
+
 
 def c_int_divide(a, b):
     """Integer division truncating toward zero (``a - rem`` is an exact multiple of ``b``);
@@ -240,6 +242,9 @@ MATH: dict[str, Callable] = {
     "pow": power,
     "fma": fma,
     "umulhi": umulhi,
+    "rand": philox.rand,
+    "randn": philox.randn,
+    "randint": philox.randint,
 }
 
 

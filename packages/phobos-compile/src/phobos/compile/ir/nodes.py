@@ -229,7 +229,8 @@ class Binary:
 @dataclass(frozen=True)
 class Math:
     """Elementwise math function ``fn`` ("exp", "pow", "fma", ...; docs/language.md section 5)
-    of one or more operands of one shape, or all scalars."""
+    of one or more operands of one shape, or all scalars.  Their types may differ: "rand",
+    "randn" and "randint" take a u64 seed (splat to the offsets' shape) and integer offsets."""
 
     fn: str
     operands: tuple[Expr, ...]

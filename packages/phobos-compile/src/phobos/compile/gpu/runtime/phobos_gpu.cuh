@@ -202,6 +202,104 @@ template <class T> PHOBOS_INLINE i32 popcount(T x) {
 PHOBOS_INLINE u32 umulhi(u32 a, u32 b) { return __umulhi(a, b); }
 PHOBOS_INLINE u64 umulhi(u64 a, u64 b) { return __umul64hi(a, b); }
 
+// ------------------------------------------------------------------ random numbers
+//
+// rand, randn and randint (docs/language.md, section 5), the same to the bit as the CPU
+// interpreter's (phobos/compile/interp/philox.py, which documents the definition): Philox
+// 4x32-10 keyed by the seed's two 32-bit words, its counter (offset low word, offset high
+// word, 0, 0).  The float arithmetic is written with the _rn intrinsics, which the compiler
+// never contracts into an fma, and uses no library function, so that every operation rounds
+// as numpy's f32 operations do.
+
+struct philox_words { u32 w0, w1; };
+
+template <class T> PHOBOS_INLINE philox_words philox(u64 seed, T offset) {
+    const u64 counter = static_cast<u64>(offset);  // C's conversion: a signed value sign-extends
+    u32 c0 = static_cast<u32>(counter), c1 = static_cast<u32>(counter >> 32), c2 = 0, c3 = 0;
+    u32 k0 = static_cast<u32>(seed), k1 = static_cast<u32>(seed >> 32);
+#pragma unroll
+    for (int round = 0; round < 10; ++round) {
+        const u32 a_high = __umulhi(0xD2511F53u, c0), a_low = 0xD2511F53u * c0;
+        const u32 b_high = __umulhi(0xCD9E8D57u, c2), b_low = 0xCD9E8D57u * c2;
+        c0 = b_high ^ c1 ^ k0;
+        c1 = b_low;
+        c2 = a_high ^ c3 ^ k1;
+        c3 = a_low;
+        k0 += 0x9E3779B9u;
+        k1 += 0xBB67AE85u;
+    }
+    return {c0, c1};
+}
+
+template <class T> PHOBOS_INLINE u32 randint(u64 seed, T offset) { return philox(seed, offset).w0; }
+
+// The bits folded to 31 (b below 2^31, else ~b), rounded to f32, times (1 - 2^-24) 2^-31.
+PHOBOS_INLINE f32 uniform_of_bits(u32 bits) {
+    const u32 folded = (bits & 0x80000000u) ? ~bits : bits;
+    return __fmul_rn(__uint2float_rn(folded), 0x1.fffffep-32f);
+}
+
+template <class T> PHOBOS_INLINE f32 rand(u64 seed, T offset) {
+    return uniform_of_bits(philox(seed, offset).w0);
+}
+
+// ln(k 2^-24) for k in [1, 2^24]: k = 2^e m, m in [sqrt(1/2), sqrt(2)], ln m = 2 atanh(s) with
+// s = (m - 1) / (m + 1), by its series to s^11.
+PHOBOS_INLINE f32 log_of_steps(u32 k) {
+    const u32 bits = __float_as_uint(__uint2float_rn(k));  // exact: k has 24 bits at most
+    i32 exponent = static_cast<i32>(bits >> 23) - 127;
+    f32 m = __uint_as_float((bits & 0x7FFFFFu) | 0x3F800000u);
+    if (m > 0x1.6a09e6p+0f) {
+        m = __fmul_rn(m, 0.5f);
+        exponent += 1;
+    }
+    exponent -= 24;
+    const f32 s = __fdiv_rn(__fsub_rn(m, 1.0f), __fadd_rn(m, 1.0f));
+    const f32 s2 = __fmul_rn(s, s);
+    f32 p = 0x1.745d18p-3f;
+    p = __fadd_rn(0x1.c71c72p-3f, __fmul_rn(s2, p));
+    p = __fadd_rn(0x1.24924ap-2f, __fmul_rn(s2, p));
+    p = __fadd_rn(0x1.99999ap-2f, __fmul_rn(s2, p));
+    p = __fadd_rn(0x1.555556p-1f, __fmul_rn(s2, p));
+    p = __fmul_rn(s2, p);
+    const f32 ln_m = __fadd_rn(__fadd_rn(s, s), __fmul_rn(s, p));
+    const f32 e = static_cast<f32>(exponent);  // exact
+    return __fadd_rn(__fmul_rn(e, 0x1.62e4p-1f), __fadd_rn(ln_m, __fmul_rn(e, 0x1.7f7d1cp-20f)));
+}
+
+// cos(2 pi j / 2^24) for j in [0, 2^24): the quadrant from j's top bits, then a polynomial of
+// the rest of the angle, within pi/4 of 0.
+PHOBOS_INLINE f32 cos_of_steps(u32 steps) {
+    const i32 j = static_cast<i32>(steps);
+    const i32 quadrant = (j + (1 << 21)) >> 22;
+    const f32 x = __fmul_rn(static_cast<f32>(j - (quadrant << 22)), 0x1.921fb6p-22f);
+    const f32 x2 = __fmul_rn(x, x);
+    f32 c = -0x1.27e4fcp-22f;
+    c = __fadd_rn(0x1.a01a02p-16f, __fmul_rn(x2, c));
+    c = __fadd_rn(-0x1.6c16c2p-10f, __fmul_rn(x2, c));
+    c = __fadd_rn(0x1.555556p-5f, __fmul_rn(x2, c));
+    c = __fadd_rn(-0x1p-1f, __fmul_rn(x2, c));
+    c = __fadd_rn(1.0f, __fmul_rn(x2, c));
+    f32 s = 0x1.71de3ap-19f;
+    s = __fadd_rn(-0x1.a01a02p-13f, __fmul_rn(x2, s));
+    s = __fadd_rn(0x1.111112p-7f, __fmul_rn(x2, s));
+    s = __fadd_rn(-0x1.555556p-3f, __fmul_rn(x2, s));
+    s = __fadd_rn(x, __fmul_rn(__fmul_rn(x, x2), s));
+    switch (quadrant & 3) {
+        case 0: return c;
+        case 1: return -s;
+        case 2: return -c;
+        default: return s;
+    }
+}
+
+// Box-Muller: sqrt(-2 ln u) cos(2 pi v), u = ((w0 >> 8) + 1) 2^-24, v = (w1 >> 8) 2^-24.
+template <class T> PHOBOS_INLINE f32 randn(u64 seed, T offset) {
+    const philox_words w = philox(seed, offset);
+    const f32 radius = __fsqrt_rn(__fmul_rn(log_of_steps((w.w0 >> 8) + 1u), -2.0f));
+    return __fmul_rn(radius, cos_of_steps(w.w1 >> 8));
+}
+
 // Elementwise max/min: a NaN operand gives NaN, as in the CPU interpreter (numpy).
 template <class T> PHOBOS_INLINE T max(T a, T b) {
     if constexpr (narrow_float<T>()) {
