@@ -1,6 +1,7 @@
-// Tutorial 07: RMS norm, y = x / sqrt(mean(x * x) + eps) * w, forward and backward, for f16
-// and bf16 rows (a kernel per element type; the fns hold the arithmetic), statistics in f32.
-// The forward keeps each row's rstd = 1 / sqrt(mean(x * x) + eps) for the backward.
+// Tutorial 07: RMS norm, y = x * rstd * w with rstd = 1 / sqrt(mean(x * x) + eps), forward and
+// backward, for f16 and bf16 rows (a kernel per element type; the fns hold the arithmetic).
+// The backward's first kernel gives each block chunks of CHUNK rows, a grid's worth apart.
+const CHUNK = 16
 
 // rstd of each row from the sum of its squares.
 fn inverse_rms(squares: f32, n: f32, eps: f32) -> f32 {
@@ -63,20 +64,24 @@ kernel rms_norm_forward_bf16(x: tensor<bf16>[M, N], w: tensor<bf16>[N], y: tenso
     }
 }
 
-// Backward, first kernel: block g walks the rows from g * ROWS, ROWS at a time, a grid's
-// worth of rows apart (rows wider than BLOCK_N are not covered). It writes their dx and adds
-// their dy * xhat into a [ROWS, BLOCK_N] f32 tile, whose column sums become row g of dw_partial.
+// Backward, first kernel: block g takes the chunks of CHUNK rows from g * CHUNK, a grid's worth
+// apart, ROWS rows at a time (so which rows it adds up does not depend on ROWS), each row in one
+// BLOCK_N tile. It writes their dx and adds their dy * xhat into a [ROWS, BLOCK_N] f32 tile,
+// whose column sums become row g of dw_partial.
 @autotune(ROWS in {1, 2, 4, 8, 16}, BLOCK_N in {16384, 128, 256, 512, 768, 1024, 2048, 3072, 4096, 8192, 12288})
 kernel rms_norm_backward_f16(dy: tensor<f16>[M, N], x: tensor<f16>[M, N], w: tensor<f16>[N], rstd: tensor<f32>[M], dx: tensor<f16>[M, N], dw_partial: tensor<f32>[GROUPS, N]) {
     let group = ctx.block.x
-    let weight = f32(w[0 :+ BLOCK_N])
     var dw_sum = zeros<f32>[ROWS, BLOCK_N]
-    for first in group * ROWS .. M step ctx.grid.x * ROWS {
-        let inv = rstd[first :+ ROWS][:, newaxis]
-        let xhat = f32(x[first :+ ROWS, 0 :+ BLOCK_N]) * inv
-        let grad = f32(dy[first :+ ROWS, 0 :+ BLOCK_N])
-        dx[first :+ ROWS, 0 :+ BLOCK_N] = f16(input_gradient(xhat, grad * weight, inv, f32(N)))
-        dw_sum += fill(grad * xhat, 0.0)
+    for chunk in group * CHUNK .. M step ctx.grid.x * CHUNK {
+        for i in 0 .. CHUNK step ROWS {
+            let first = chunk + i
+            let inv = rstd[first :+ ROWS][:, newaxis]
+            let xhat = f32(x[first :+ ROWS, 0 :+ BLOCK_N]) * inv
+            let grad = f32(dy[first :+ ROWS, 0 :+ BLOCK_N])
+            let wdy = grad * f32(w[0 :+ BLOCK_N])
+            dx[first :+ ROWS, 0 :+ BLOCK_N] = f16(input_gradient(xhat, wdy, inv, f32(N)))
+            dw_sum += fill(grad * xhat, 0.0)
+        }
     }
     dw_partial[group, 0 :+ BLOCK_N] = sum(dw_sum, axis=0)
 }
@@ -85,14 +90,17 @@ kernel rms_norm_backward_f16(dy: tensor<f16>[M, N], x: tensor<f16>[M, N], w: ten
 @autotune(ROWS in {1, 2, 4, 8, 16}, BLOCK_N in {16384, 128, 256, 512, 768, 1024, 2048, 3072, 4096, 8192, 12288})
 kernel rms_norm_backward_bf16(dy: tensor<bf16>[M, N], x: tensor<bf16>[M, N], w: tensor<bf16>[N], rstd: tensor<f32>[M], dx: tensor<bf16>[M, N], dw_partial: tensor<f32>[GROUPS, N]) {
     let group = ctx.block.x
-    let weight = f32(w[0 :+ BLOCK_N])
     var dw_sum = zeros<f32>[ROWS, BLOCK_N]
-    for first in group * ROWS .. M step ctx.grid.x * ROWS {
-        let inv = rstd[first :+ ROWS][:, newaxis]
-        let xhat = f32(x[first :+ ROWS, 0 :+ BLOCK_N]) * inv
-        let grad = f32(dy[first :+ ROWS, 0 :+ BLOCK_N])
-        dx[first :+ ROWS, 0 :+ BLOCK_N] = bf16(input_gradient(xhat, grad * weight, inv, f32(N)))
-        dw_sum += fill(grad * xhat, 0.0)
+    for chunk in group * CHUNK .. M step ctx.grid.x * CHUNK {
+        for i in 0 .. CHUNK step ROWS {
+            let first = chunk + i
+            let inv = rstd[first :+ ROWS][:, newaxis]
+            let xhat = f32(x[first :+ ROWS, 0 :+ BLOCK_N]) * inv
+            let grad = f32(dy[first :+ ROWS, 0 :+ BLOCK_N])
+            let wdy = grad * f32(w[0 :+ BLOCK_N])
+            dx[first :+ ROWS, 0 :+ BLOCK_N] = bf16(input_gradient(xhat, wdy, inv, f32(N)))
+            dw_sum += fill(grad * xhat, 0.0)
+        }
     }
     dw_partial[group, 0 :+ BLOCK_N] = sum(dw_sum, axis=0)
 }

@@ -30,17 +30,22 @@ while ``dw = sum over rows of dy * xhat`` adds up every row's contribution.  As
 in tutorial 05, two kernels and no atomics:
 
 1. ``rms_norm_backward_*``: the grid has ``GROUPS`` blocks, one per row of the
-   f32 buffer ``dw_partial [GROUPS, N]``.  Block ``g`` walks the rows from
-   ``g * ROWS``, ``ROWS`` at a time and ``GROUPS * ROWS`` apart (a grid-stride
-   loop, which the static race check proves race-free), writes their ``dx`` and
-   adds their ``dy * xhat`` into an f32 tile in registers, whose column sums
-   become row ``g`` of ``dw_partial``.  ``GROUPS`` is the caller's (the buffer's
-   rows; ``partial_rows`` gives two blocks an SM), not ``M / ROWS`` as in
-   tutorial 05, so ``ROWS`` is left to the tuner like every other tile name, and
-   the partial sums are as few rows as the grid has blocks.  This kernel holds a
-   row in one tile: a narrower ``BLOCK_N`` leaves columns of ``dx`` unwritten,
-   which the tuner sees and rejects, and rows wider than the widest tile
-   (``MAX_TILE``) are refused by ``backward``.
+   f32 buffer ``dw_partial [GROUPS, N]``.  Block ``g`` takes the chunks of
+   ``CHUNK`` (16) rows from row ``g * CHUNK``, ``GROUPS * CHUNK`` rows apart (a
+   grid-stride loop, which the static race check proves race-free), ``ROWS``
+   rows at a time; it writes their ``dx`` and adds their ``dy * xhat`` into an
+   f32 tile in registers, whose column sums become row ``g`` of ``dw_partial``.
+   ``GROUPS`` is the caller's (the buffer's rows; ``partial_rows`` gives two
+   blocks an SM), not ``M / ROWS`` as in tutorial 05, so ``ROWS`` is left to the
+   tuner like every other tile name, and the partial sums are as few rows as the
+   grid has blocks.  The rows a block adds up depend on ``CHUNK``, never on
+   ``ROWS`` (which divides it): the tuner compares every output of the variants,
+   ``dw_partial`` too, and a grid-stride loop of ``ROWS`` rows would give each
+   ``ROWS`` other partial sums (all right, since their total is the same), which
+   it would take for variants that disagree.  This kernel holds a row in one
+   tile: a narrower ``BLOCK_N`` leaves columns of ``dx`` unwritten, which the
+   tuner sees and rejects, and rows wider than the widest tile (``MAX_TILE``)
+   are refused by ``backward``.
 2. ``rms_norm_backward_dw_*``: each block sums a band of columns of
    ``dw_partial`` over the ``GROUPS`` rows, in f32, and rounds once to ``w``'s
    type.
@@ -63,6 +68,11 @@ from __future__ import annotations
 import numpy as np
 
 import phobos.lang as ph
+
+# Tutorial 07: RMS norm, y = x * rstd * w with rstd = 1 / sqrt(mean(x * x) + eps), forward and
+# backward, for f16 and bf16 rows (a kernel per element type; the fns hold the arithmetic).
+# The backward's first kernel gives each block chunks of CHUNK rows, a grid's worth apart.
+CHUNK: ph.const = 16
 
 
 # rstd of each row from the sum of its squares.
@@ -146,9 +156,10 @@ def rms_norm_forward_bf16(
             )
 
 
-# Backward, first kernel: block g walks the rows from g * ROWS, ROWS at a time, a grid's
-# worth of rows apart (rows wider than BLOCK_N are not covered). It writes their dx and adds
-# their dy * xhat into a [ROWS, BLOCK_N] f32 tile, whose column sums become row g of dw_partial.
+# Backward, first kernel: block g takes the chunks of CHUNK rows from g * CHUNK, a grid's worth
+# apart, ROWS rows at a time (so which rows it adds up does not depend on ROWS), each row in one
+# BLOCK_N tile. It writes their dx and adds their dy * xhat into a [ROWS, BLOCK_N] f32 tile,
+# whose column sums become row g of dw_partial.
 @ph.kernel
 @ph.autotune(
     ROWS={1, 2, 4, 8, 16},
@@ -163,14 +174,16 @@ def rms_norm_backward_f16(
     dw_partial: ph.tensor[ph.f32][GROUPS, N],
 ):
     group: ph.let = ph.ctx.block.x
-    weight: ph.let = ph.f32(w[0:+BLOCK_N])
     dw_sum: ph.var = ph.zeros[ph.f32][ROWS, BLOCK_N]
-    for first in range(group * ROWS, M, ph.ctx.grid.x * ROWS):
-        inv: ph.let = rstd[first:+ROWS][:, None]
-        xhat: ph.let = ph.f32(x[first:+ROWS, 0:+BLOCK_N]) * inv
-        grad: ph.let = ph.f32(dy[first:+ROWS, 0:+BLOCK_N])
-        dx[first:+ROWS, 0:+BLOCK_N] = ph.f16(input_gradient(xhat, grad * weight, inv, ph.f32(N)))
-        dw_sum += ph.fill(grad * xhat, 0.0)
+    for chunk in range(group * CHUNK, M, ph.ctx.grid.x * CHUNK):
+        for i in range(0, CHUNK, ROWS):
+            first: ph.let = chunk + i
+            inv: ph.let = rstd[first:+ROWS][:, None]
+            xhat: ph.let = ph.f32(x[first:+ROWS, 0:+BLOCK_N]) * inv
+            grad: ph.let = ph.f32(dy[first:+ROWS, 0:+BLOCK_N])
+            wdy: ph.let = grad * ph.f32(w[0:+BLOCK_N])
+            dx[first:+ROWS, 0:+BLOCK_N] = ph.f16(input_gradient(xhat, wdy, inv, ph.f32(N)))
+            dw_sum += ph.fill(grad * xhat, 0.0)
     dw_partial[group, 0:+BLOCK_N] = ph.sum(dw_sum, axis=0)
 
 
@@ -189,14 +202,16 @@ def rms_norm_backward_bf16(
     dw_partial: ph.tensor[ph.f32][GROUPS, N],
 ):
     group: ph.let = ph.ctx.block.x
-    weight: ph.let = ph.f32(w[0:+BLOCK_N])
     dw_sum: ph.var = ph.zeros[ph.f32][ROWS, BLOCK_N]
-    for first in range(group * ROWS, M, ph.ctx.grid.x * ROWS):
-        inv: ph.let = rstd[first:+ROWS][:, None]
-        xhat: ph.let = ph.f32(x[first:+ROWS, 0:+BLOCK_N]) * inv
-        grad: ph.let = ph.f32(dy[first:+ROWS, 0:+BLOCK_N])
-        dx[first:+ROWS, 0:+BLOCK_N] = ph.bf16(input_gradient(xhat, grad * weight, inv, ph.f32(N)))
-        dw_sum += ph.fill(grad * xhat, 0.0)
+    for chunk in range(group * CHUNK, M, ph.ctx.grid.x * CHUNK):
+        for i in range(0, CHUNK, ROWS):
+            first: ph.let = chunk + i
+            inv: ph.let = rstd[first:+ROWS][:, None]
+            xhat: ph.let = ph.f32(x[first:+ROWS, 0:+BLOCK_N]) * inv
+            grad: ph.let = ph.f32(dy[first:+ROWS, 0:+BLOCK_N])
+            wdy: ph.let = grad * ph.f32(w[0:+BLOCK_N])
+            dx[first:+ROWS, 0:+BLOCK_N] = ph.bf16(input_gradient(xhat, wdy, inv, ph.f32(N)))
+            dw_sum += ph.fill(grad * xhat, 0.0)
     dw_partial[group, 0:+BLOCK_N] = ph.sum(dw_sum, axis=0)
 
 
