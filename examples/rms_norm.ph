@@ -17,7 +17,7 @@ fn input_gradient(xhat: f32, wdy: f32, inv: f32, n: f32) -> f32 {
 
 // Forward: ROWS rows a block. A row that fits one BLOCK_N tile is read once and held in
 // registers; a wider row is read twice, BLOCK_N columns at a time (its squares, then y).
-@autotune(ROWS in {1, 2, 4, 8, 16}, BLOCK_N in {16384, 128, 256, 512, 768, 1024, 2048, 3072, 4096, 8192, 12288})
+@autotune(ROWS in {1, 2, 4, 8}, BLOCK_N in {16384, 128, 256, 512, 768, 1024, 2048, 3072, 4096, 8192, 12288})
 kernel rms_norm_forward_f16(x: tensor<f16>[M, N], w: tensor<f16>[N], y: tensor<f16>[M, N], rstd: tensor<f32>[M], eps: f32) {
     let first = ctx.block.x * ROWS
     if N <= BLOCK_N {
@@ -41,7 +41,7 @@ kernel rms_norm_forward_f16(x: tensor<f16>[M, N], w: tensor<f16>[N], y: tensor<f
 }
 
 // The forward for bf16 rows: the same program with bf16 tensors.
-@autotune(ROWS in {1, 2, 4, 8, 16}, BLOCK_N in {16384, 128, 256, 512, 768, 1024, 2048, 3072, 4096, 8192, 12288})
+@autotune(ROWS in {1, 2, 4, 8}, BLOCK_N in {16384, 128, 256, 512, 768, 1024, 2048, 3072, 4096, 8192, 12288})
 kernel rms_norm_forward_bf16(x: tensor<bf16>[M, N], w: tensor<bf16>[N], y: tensor<bf16>[M, N], rstd: tensor<f32>[M], eps: f32) {
     let first = ctx.block.x * ROWS
     if N <= BLOCK_N {
@@ -68,7 +68,7 @@ kernel rms_norm_forward_bf16(x: tensor<bf16>[M, N], w: tensor<bf16>[N], y: tenso
 // apart, ROWS rows at a time (so which rows it adds up does not depend on ROWS), each row in one
 // BLOCK_N tile. It writes their dx and adds their dy * xhat into a [ROWS, BLOCK_N] f32 tile,
 // whose column sums become row g of dw_partial.
-@autotune(ROWS in {1, 2, 4, 8, 16}, BLOCK_N in {16384, 128, 256, 512, 768, 1024, 2048, 3072, 4096, 8192, 12288})
+@autotune(ROWS in {1, 2, 4, 8}, BLOCK_N in {16384, 128, 256, 512, 768, 1024, 2048, 3072, 4096, 8192, 12288})
 kernel rms_norm_backward_f16(dy: tensor<f16>[M, N], x: tensor<f16>[M, N], w: tensor<f16>[N], rstd: tensor<f32>[M], dx: tensor<f16>[M, N], dw_partial: tensor<f32>[GROUPS, N]) {
     let group = ctx.block.x
     var dw_sum = zeros<f32>[ROWS, BLOCK_N]
@@ -87,7 +87,7 @@ kernel rms_norm_backward_f16(dy: tensor<f16>[M, N], x: tensor<f16>[M, N], w: ten
 }
 
 // The backward's first kernel for bf16 rows.
-@autotune(ROWS in {1, 2, 4, 8, 16}, BLOCK_N in {16384, 128, 256, 512, 768, 1024, 2048, 3072, 4096, 8192, 12288})
+@autotune(ROWS in {1, 2, 4, 8}, BLOCK_N in {16384, 128, 256, 512, 768, 1024, 2048, 3072, 4096, 8192, 12288})
 kernel rms_norm_backward_bf16(dy: tensor<bf16>[M, N], x: tensor<bf16>[M, N], w: tensor<bf16>[N], rstd: tensor<f32>[M], dx: tensor<bf16>[M, N], dw_partial: tensor<f32>[GROUPS, N]) {
     let group = ctx.block.x
     var dw_sum = zeros<f32>[ROWS, BLOCK_N]

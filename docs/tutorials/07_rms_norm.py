@@ -93,7 +93,7 @@ def input_gradient(xhat: ph.f32, wdy: ph.f32, inv: ph.f32, n: ph.f32) -> ph.f32:
 # registers; a wider row is read twice, BLOCK_N columns at a time (its squares, then y).
 @ph.kernel
 @ph.autotune(
-    ROWS={1, 2, 4, 8, 16},
+    ROWS={1, 2, 4, 8},
     BLOCK_N={16384, 128, 256, 512, 768, 1024, 2048, 3072, 4096, 8192, 12288},
 )
 def rms_norm_forward_f16(
@@ -126,7 +126,7 @@ def rms_norm_forward_f16(
 # The forward for bf16 rows: the same program with bf16 tensors.
 @ph.kernel
 @ph.autotune(
-    ROWS={1, 2, 4, 8, 16},
+    ROWS={1, 2, 4, 8},
     BLOCK_N={16384, 128, 256, 512, 768, 1024, 2048, 3072, 4096, 8192, 12288},
 )
 def rms_norm_forward_bf16(
@@ -162,7 +162,7 @@ def rms_norm_forward_bf16(
 # whose column sums become row g of dw_partial.
 @ph.kernel
 @ph.autotune(
-    ROWS={1, 2, 4, 8, 16},
+    ROWS={1, 2, 4, 8},
     BLOCK_N={16384, 128, 256, 512, 768, 1024, 2048, 3072, 4096, 8192, 12288},
 )
 def rms_norm_backward_f16(
@@ -190,7 +190,7 @@ def rms_norm_backward_f16(
 # The backward's first kernel for bf16 rows.
 @ph.kernel
 @ph.autotune(
-    ROWS={1, 2, 4, 8, 16},
+    ROWS={1, 2, 4, 8},
     BLOCK_N={16384, 128, 256, 512, 768, 1024, 2048, 3072, 4096, 8192, 12288},
 )
 def rms_norm_backward_bf16(
