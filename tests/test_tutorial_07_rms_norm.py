@@ -121,6 +121,17 @@ def test_the_wrappers_refuse_other_dtypes():
         tutorial.forward(x, x[0], x, np.ones(2, np.float32))
 
 
+def test_rows_share_a_tuning_result_only_when_the_same_tiles_hold_them():
+    key = tutorial.row_tile_key
+    assert key({"M": 4096, "N": 3000}, {}) == {"M": 4096, "row_tile": 3072}
+    assert key({"M": 4000, "N": 2049}, {}) == key({"M": 4096, "N": 3072}, {})
+    assert key({"M": 4096, "N": 3073}, {}) == {"M": 4096, "row_tile": 4096}
+    assert key({"M": 4096, "N": 700, "GROUPS": 264}, {}) == {
+        "M": 4096, "GROUPS": 512, "row_tile": 768,
+    }  # fmt: skip
+    assert key({"M": 64, "N": 20000}, {}) == {"M": 64, "N": 32768}  # the forward's chunks
+
+
 def test_partial_rows_never_exceed_the_rows():
     assert tutorial.partial_rows(np.ones((37, 3))) == 4
     assert tutorial.partial_rows(np.ones((2, 3))) == 2
