@@ -4,6 +4,7 @@ the forward's paths (a row in one tile, a row in chunks), and tuned in the inter
 
 from __future__ import annotations
 
+import ml_dtypes  # noqa: F401  (bf16 numpy arrays: a test dependency, as in noxfile.py)
 import numpy as np
 import pytest
 
@@ -11,7 +12,6 @@ from phobos.autotune import PASSED, PRUNED, WRONG, Options
 from tests.test_tutorials import load
 
 tutorial = load("07_rms_norm.py")
-pytest.importorskip("ml_dtypes")  # bf16 numpy arrays (a test extra, like hypothesis)
 
 KINDS = ("f16", "bf16")
 TOLERANCE = tutorial.TOLERANCE
