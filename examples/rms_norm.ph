@@ -79,8 +79,8 @@ kernel rms_norm_backward_f16(dy: tensor<f16>[M, N], x: tensor<f16>[M, N], w: ten
             let xhat = f32(x[first :+ ROWS, 0 :+ BLOCK_N]) * inv
             let grad = f32(dy[first :+ ROWS, 0 :+ BLOCK_N])
             let wdy = grad * f32(w[0 :+ BLOCK_N])
-            dx[first :+ ROWS, 0 :+ BLOCK_N] = f16(input_gradient(xhat, wdy, inv, f32(N)))
             dw_sum += fill(grad * xhat, 0.0)
+            dx[first :+ ROWS, 0 :+ BLOCK_N] = f16(input_gradient(xhat, wdy, inv, f32(N)))
         }
     }
     dw_partial[group, 0 :+ BLOCK_N] = sum(dw_sum, axis=0)
@@ -98,8 +98,8 @@ kernel rms_norm_backward_bf16(dy: tensor<bf16>[M, N], x: tensor<bf16>[M, N], w: 
             let xhat = f32(x[first :+ ROWS, 0 :+ BLOCK_N]) * inv
             let grad = f32(dy[first :+ ROWS, 0 :+ BLOCK_N])
             let wdy = grad * f32(w[0 :+ BLOCK_N])
-            dx[first :+ ROWS, 0 :+ BLOCK_N] = bf16(input_gradient(xhat, wdy, inv, f32(N)))
             dw_sum += fill(grad * xhat, 0.0)
+            dx[first :+ ROWS, 0 :+ BLOCK_N] = bf16(input_gradient(xhat, wdy, inv, f32(N)))
         }
     }
     dw_partial[group, 0 :+ BLOCK_N] = sum(dw_sum, axis=0)

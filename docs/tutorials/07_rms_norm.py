@@ -189,8 +189,8 @@ def rms_norm_backward_f16(
             xhat: ph.let = ph.f32(x[first:+ROWS, 0:+BLOCK_N]) * inv
             grad: ph.let = ph.f32(dy[first:+ROWS, 0:+BLOCK_N])
             wdy: ph.let = grad * ph.f32(w[0:+BLOCK_N])
-            dx[first:+ROWS, 0:+BLOCK_N] = ph.f16(input_gradient(xhat, wdy, inv, ph.f32(N)))
             dw_sum += ph.fill(grad * xhat, 0.0)
+            dx[first:+ROWS, 0:+BLOCK_N] = ph.f16(input_gradient(xhat, wdy, inv, ph.f32(N)))
     dw_partial[group, 0:+BLOCK_N] = ph.sum(dw_sum, axis=0)
 
 
@@ -217,8 +217,8 @@ def rms_norm_backward_bf16(
             xhat: ph.let = ph.f32(x[first:+ROWS, 0:+BLOCK_N]) * inv
             grad: ph.let = ph.f32(dy[first:+ROWS, 0:+BLOCK_N])
             wdy: ph.let = grad * ph.f32(w[0:+BLOCK_N])
-            dx[first:+ROWS, 0:+BLOCK_N] = ph.bf16(input_gradient(xhat, wdy, inv, ph.f32(N)))
             dw_sum += ph.fill(grad * xhat, 0.0)
+            dx[first:+ROWS, 0:+BLOCK_N] = ph.bf16(input_gradient(xhat, wdy, inv, ph.f32(N)))
     dw_partial[group, 0:+BLOCK_N] = ph.sum(dw_sum, axis=0)
 
 
