@@ -49,7 +49,14 @@ TEST_TOOLS = [
 # Only `tests` reads SASS: packages/phobos-compile/tests/test_sass.py disassembles cubins with the
 # wheel's nvdisasm (without it those tests skip, so the session must install it).
 SASS_TOOLS = ["nvidia-cuda-nvdisasm>=13.0"]
-DOCS_TOOLS = ["mkdocs>=1.6", "mkdocstrings[python]>=0.26", "matplotlib>=3.7", "ruff>=0.6"]
+# ml_dtypes: the docs build runs every tutorial, and tutorial 07 checks bf16 in the interpreter.
+DOCS_TOOLS = [
+    "mkdocs>=1.6",
+    "mkdocstrings[python]>=0.26",
+    "matplotlib>=3.7",
+    "ruff>=0.6",
+    "ml_dtypes>=0.4",
+]
 
 # The quick subset: no test that compiles for a GPU (those need the CUDA wheels).
 QUICK = [

@@ -22,6 +22,7 @@ TEST_PATHS = ["tests/gpu", "packages/phobos-launch/tests"]
 BENCHMARKS = [
     "bench_02_softmax",
     "bench_05_layer_norm",
+    "bench_07_rms_norm",
     "bench_03_matmul",
     "bench_06_attention",
     "bench_autotune",

@@ -170,6 +170,47 @@ def layer_norm(c: Checker) -> Iterator[str]:
             yield f"layer_norm_backward_dwdb {tiles}"
 
 
+def rms_norm(c: Checker) -> Iterator[str]:
+    t = tutorial("07_rms_norm")
+    torch = c.torch
+    rng = np.random.default_rng(7)
+    # N=1000: the forward's tiles below 1000 take the chunked path, the others hold the row.
+    m, n, groups = 37, 1000, 3
+    for kind, dtype in (("f16", torch.float16), ("bf16", torch.bfloat16)):
+        tol, rstd_tol = t.TOLERANCE[kind], t.TOLERANCE["rstd"]
+
+        def typed(array: np.ndarray, dtype=dtype):
+            return c.gpu(array.astype(np.float32)).to(dtype)
+
+        xs = typed(2 * rng.standard_normal((m, n)) + 0.5)
+        ws = typed(rng.uniform(0.5, 1.5, n))
+        dys = typed(rng.standard_normal((m, n)))
+        ref = t.reference(*(a.double().cpu().numpy() for a in (xs, ws, dys)))
+        forward, backward, dw_kernel = t.FORWARD[kind], t.BACKWARD[kind], t.BACKWARD_DW[kind]
+        for values in variants(forward):
+            y, rstd = c.poisoned((m, n), dtype), c.poisoned((m,), torch.float32)
+            if not c.ran(forward[t.row_blocks], xs, ws, y, rstd, 1e-6, **values):
+                continue
+            c.expect(f"{forward.name} y", values, y, ref["y"], tol)
+            c.expect(f"{forward.name} rstd", values, rstd, ref["rstd"], rstd_tol)
+            yield f"{forward.name} {values}"
+        rstd = c.gpu(ref["rstd"].astype(np.float32))
+        for values in variants(backward, lambda v: v["BLOCK_N"] >= n):  # the row in one tile
+            dx, partial = c.poisoned((m, n), dtype), c.poisoned((groups, n), torch.float32)
+            if not c.ran(backward[t.partial_blocks], dys, xs, ws, rstd, dx, partial, **values):
+                continue
+            c.expect(f"{backward.name} dx", values, dx, ref["dx"], tol)
+            c.expect(f"{backward.name} dw_partial", values, partial.sum(dim=0), ref["dw"], 1e-5)
+            yield f"{backward.name} {values}"
+        partial = rng.standard_normal((groups * 13, n)).astype(np.float32)
+        for values in variants(dw_kernel):
+            dw = c.poisoned((n,), dtype)
+            if not c.ran(dw_kernel[t.column_blocks], c.gpu(partial), dw, **values):
+                continue
+            c.expect(dw_kernel.name, values, dw, partial.sum(axis=0, dtype=np.float64), tol)
+            yield f"{dw_kernel.name} {values}"
+
+
 def matmul(c: Checker) -> Iterator[str]:
     t = tutorial("03_matmul")
     rng = np.random.default_rng(3)
@@ -259,6 +300,7 @@ CASES = {
     "vector_add": vector_add,
     "softmax": softmax,
     "layer_norm": layer_norm,
+    "rms_norm": rms_norm,
     "matmul": matmul,
     "attention": attention,
 }

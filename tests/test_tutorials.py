@@ -17,6 +17,7 @@ TUTORIALS = {
     "03_matmul.py": "matmul.ph",
     "05_layer_norm.py": "layer_norm.ph",
     "06_fused_attention.py": "attention.ph",
+    "07_rms_norm.py": "rms_norm.ph",
 }
 
 

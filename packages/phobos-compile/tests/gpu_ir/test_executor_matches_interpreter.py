@@ -184,6 +184,58 @@ def layer_norm_backward_dwdb(v, rng) -> Case:
     return args, (cdiv(n, v["BLOCK_N"]),)
 
 
+def rms_norm_forward(v, rng, dtype) -> Case:
+    # Tiles up to 2048 lanes take the chunked path (a full chunk and a partial one), wider
+    # ones hold the row in one tile (its last quarter absent).
+    block = v["BLOCK_N"]
+    m, n = rows_for(v["ROWS"]), (block if block <= 2048 else 0) + row_length(block)
+    args = [
+        normal(rng, (m, n), dtype),
+        normal(rng, n, dtype),
+        poisoned((m, n), dtype),
+        poisoned(m, np.float32),
+        np.float32(1e-6),
+    ]
+    return args, (cdiv(m, v["ROWS"]),)
+
+
+def rms_norm_backward(v, rng, dtype) -> Case:
+    # Up to 2048 lanes, 19 rows: a chunk of 16 and a partial one, both in the one block's
+    # grid-stride loop; wider tiles (slow in the executor) one partial chunk of 3 rows.
+    block = v["BLOCK_N"]
+    m, n, groups = (19 if block <= 2048 else 3), row_length(block), 1
+    args = [
+        normal(rng, (m, n), dtype),
+        normal(rng, (m, n), dtype),
+        normal(rng, n, dtype),
+        (1 + rng.random(m)).astype(np.float32),
+        poisoned((m, n), dtype),
+        poisoned((groups, n), np.float32),
+    ]
+    return args, (groups,)
+
+
+def rms_norm_backward_dw(v, rng, dtype) -> Case:
+    groups, n = 37, 100
+    return [normal(rng, (groups, n), np.float32), poisoned(n, dtype)], (cdiv(n, v["BLOCK_N"]),)
+
+
+def _bf16() -> np.dtype:
+    import ml_dtypes
+
+    return np.dtype(ml_dtypes.bfloat16)
+
+
+def _typed(case, suffix: str, dtype: Callable[[], np.dtype]):
+    """``case`` for the kernel of one element type (``rms_norm_forward_bf16``, ...)."""
+
+    def typed(v, rng) -> Case:
+        return case(v, rng, dtype())
+
+    typed.__name__ = f"{case.__name__}_{suffix}"
+    return typed
+
+
 def matmul(v, rng) -> Case:
     m, n, k = 70, 50, 90
     a, b = normal(rng, (m, k), np.float16), normal(rng, (k, n), np.float16)
@@ -218,7 +270,8 @@ def attention_backward_dq(v, rng) -> Case:
 
 # Each kernel's inputs and grid, the grid as its tutorial's host wrapper launches it:
 # 01 cdiv(N, BLOCK); 02 cdiv(M, ROWS); 03 cdiv(M, BM) * cdiv(N, BN); 05 (M,), (groups,),
-# cdiv(N, BLOCK_N); 06 (cdiv(S, BLOCK_M or BLOCK_N), BH).
+# cdiv(N, BLOCK_N); 06 (cdiv(S, BLOCK_M or BLOCK_N), BH); 07 cdiv(M, ROWS), (GROUPS,),
+# cdiv(N, BLOCK_N).
 GRIDS: dict[str, Callable[[dict[str, int], np.random.Generator], Case]] = {
     f.__name__: f
     for f in (
@@ -230,6 +283,11 @@ GRIDS: dict[str, Callable[[dict[str, int], np.random.Generator], Case]] = {
         layer_norm_forward,
         layer_norm_backward_dx,
         layer_norm_backward_dwdb,
+        *(
+            _typed(case, suffix, dtype)
+            for case in (rms_norm_forward, rms_norm_backward, rms_norm_backward_dw)
+            for suffix, dtype in (("f16", lambda: np.dtype(np.float16)), ("bf16", _bf16))
+        ),
         matmul,
         attention_forward,
         attention_backward_preprocess,

@@ -1,0 +1,94 @@
+"""Tutorial 07's RMS norm on the GPU against torch in float64, f16 and bf16, through the
+tutorial's wrappers (``kernel[grid](...)`` with the tuner choosing every tile name) and at
+fixed variants of both forward paths; every output NaN-poisoned before the launch."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.test_tutorials import load
+
+pytestmark = pytest.mark.gpu
+
+tutorial = load("07_rms_norm.py")
+EPS = 1e-6
+# (M, N): widths no tile divides, one column band, the widest one-tile row, a row in chunks.
+SIZES = [(37, 300), (4096, 3000), (1000, 128), (513, 768), (300, 16384), (64, 32768)]
+
+
+def torch_dtype(kind: str):
+    import torch
+
+    return {"f16": torch.float16, "bf16": torch.bfloat16}[kind]
+
+
+def expected(x, w, dy) -> dict:
+    return tutorial.torch_rms_norm(x.double(), w.double(), dy.double(), EPS)
+
+
+def assert_close(got: dict, want: dict, kind: str, names) -> None:
+    for name in names:
+        value = got[name]
+        assert not bool(value.isnan().any()), f"{kind} {name}: NaN (an element left unwritten?)"
+        bound = tutorial.TOLERANCE["rstd" if name == "rstd" else kind]
+        error = tutorial.relative_error(value, want[name])
+        assert error < bound, f"{kind} {name}: relative error {error:.2e} (bound {bound})"
+
+
+@pytest.mark.parametrize("kind", ["f16", "bf16"])
+@pytest.mark.parametrize("m, n", SIZES, ids=[f"{m}x{n}" for m, n in SIZES])
+def test_forward_and_backward_tuned_match_torch_in_float64(kind, m, n):
+    import torch
+
+    x, w, dy = tutorial.gpu_inputs(m, n, torch_dtype(kind))
+    want = expected(x, w, dy)
+    out = tutorial.phobos_buffers(x)
+    tutorial.forward(x, w, out["y"], out["rstd"], EPS)
+    want["rstd"] = 1.0 / torch.sqrt(x.double().pow(2).mean(dim=1) + EPS)
+    assert_close(out, want, kind, ("y", "rstd"))
+    report = tutorial.FORWARD[kind].tuning_report()
+    assert report is not None and report.choice, "the forward was not tuned"
+    if n > tutorial.MAX_TILE:
+        with pytest.raises(ValueError, match="one tile"):
+            tutorial.backward(dy, x, w, out["rstd"], out["dx"], out["dw"], out["dw_partial"])
+        return
+    tutorial.backward(dy, x, w, out["rstd"], out["dx"], out["dw"], out["dw_partial"])
+    torch.cuda.synchronize()
+    assert_close(out, want, kind, ("dx", "dw"))
+    choice = tutorial.BACKWARD[kind].tuning_report().choice
+    assert choice["BLOCK_N"] >= n  # a narrower tile leaves dx unwritten: the tuner knows
+
+
+@pytest.mark.parametrize("kind", ["f16", "bf16"])
+@pytest.mark.parametrize(
+    "rows, block_n, n",
+    [(1, 1024, 3000), (4, 256, 1000), (8, 128, 300), (2, 3072, 3000), (1, 16384, 12288)],
+)
+def test_fixed_forward_variants_match_torch(kind, rows, block_n, n):
+    """Both paths of the forward: chunks of BLOCK_N (``N > BLOCK_N``) and one tile."""
+    m = 4 * rows + 3  # the last block has 3 of its rows
+    x, w, dy = tutorial.gpu_inputs(m, n, torch_dtype(kind))
+    want = expected(x, w, dy)
+    out = tutorial.phobos_buffers(x)
+    tutorial.forward(x, w, out["y"], out["rstd"], EPS, ROWS=rows, BLOCK_N=block_n)
+    assert_close(out, want, kind, ("y",))
+
+
+@pytest.mark.parametrize("kind", ["f16", "bf16"])
+@pytest.mark.parametrize("rows, groups", [(1, 7), (2, 264), (8, 3), (4, 1)])
+def test_fixed_backward_variants_match_torch(kind, rows, groups):
+    import torch
+
+    m, n = 1000, 3000
+    x, w, dy = tutorial.gpu_inputs(m, n, torch_dtype(kind))
+    want = expected(x, w, dy)
+    out = tutorial.phobos_buffers(x)
+    out["dw_partial"] = torch.full((groups, n), float("nan"), device="cuda")
+    tutorial.forward(x, w, out["y"], out["rstd"], EPS)
+    tutorial.backward(
+        dy, x, w, out["rstd"], out["dx"], out["dw"], out["dw_partial"],
+        dw_names={"BLOCK_G": 16, "BLOCK_N": 128}, ROWS=rows, BLOCK_N=3072,
+    )  # fmt: skip
+    assert_close(out, want, kind, ("dx", "dw"))
+    partial_total = out["dw_partial"].double().sum(dim=0)
+    assert tutorial.relative_error(partial_total, want["dw"]) < 1e-5  # f32 partial sums
