@@ -75,15 +75,17 @@ def test_attention_forward_runs_both_products_on_wgmma_with_no_barrier_in_its_lo
     from_registers = [i for i in wgmma if re.match(r"HGMMA\S* R\d+, R\d+, gdesc", i)]
     assert len(from_registers) == 64 // 16
     assert counts["HMMA"] == 0
-    # Two barriers, both before the KV loop: every thread's after the mbarriers'
-    # initialisation, then the consumers' (named) where q's copy lands; the loop orders its
-    # stages by mbarriers alone, and the row max and sum are shuffles.
-    assert [i for i in code if i.startswith("BAR")] == [
-        "BAR.SYNC.DEFER_BLOCKING 0x0 ",
-        "BAR.SYNC.DEFER_BLOCKING 0x1, 0x100 ",
-    ]
-    # A producer warpgroup copies k and v: its registers go to the consumers.
-    assert counts["USETMAXREG"] == 2
+    # No barrier in the KV loop: mbarriers order its stages, and the row max and sum are
+    # shuffles.  At D 128 the CTA is alone on its SM (its shared memory), so a producer
+    # warpgroup copies k and v and gives its registers to the consumers: every thread's
+    # barrier after the mbarriers' initialisation, then the consumers' (named) where q's
+    # copy lands.  At D 64 two CTAs share an SM and it stays whole: one barrier.
+    barriers = [i for i in code if i.startswith("BAR")]
+    if d == 128:
+        assert barriers == ["BAR.SYNC.DEFER_BLOCKING 0x0 ", "BAR.SYNC.DEFER_BLOCKING 0x1, 0x100 "]
+        assert counts["USETMAXREG"] == 2
+    else:
+        assert barriers == ["BAR.SYNC.DEFER_BLOCKING 0x0 "] and counts["USETMAXREG"] == 0
     # k and v by TMA: a box per 64 columns (128 bytes) each a stage, in the loop and the
     # two stages issued before it; q, loaded once, by the threads' cp.async (its tested
     # and untested copies).
@@ -184,8 +186,8 @@ def test_matmul_keeps_one_k_step_in_flight(tmp_path):
     # the stage handed back (an arrival on its empty mbarrier); then the next iteration,
     # with no wait for the newest (ptxas adds none of its own).
     assert code[products[-1] + 1].startswith("WARPGROUP.DEPBAR.LE gsb0, 0x1")
-    assert code[products[-1] + 2].startswith("SYNCS.ARRIVE")
-    back = next(i for i in range(products[-1] + 3, len(code)) if code[i].startswith("BRA"))
-    assert not [t for t in code[products[-1] + 3 : back] if t.startswith(("WARPGROUP", "SYNCS"))]
+    release = products[-1] + 1
+    arrive = next(i for i in range(release, len(code)) if code[i].startswith("SYNCS.ARRIVE"))
+    assert not [t for t in code[release + 1 : arrive] if t.startswith("WARPGROUP")]
     # The one wait for every product: after the loop, before the epilogue reads them.
     assert sum(text.startswith("WARPGROUP.DEPBAR.LE gsb0, 0x0") for text in code) == 1
