@@ -40,7 +40,7 @@ WITH_CUDA = ["packages/phobos-compile[cuda,interp]", *LIGHT[1:-1], ".[progress]"
 TEST_TOOLS = [
     "pytest>=8",
     "hypothesis>=6",
-    "pytest-xdist>=3",
+    "pytest-xdist>=3.2",  # --dist worksteal
     "ml_dtypes>=0.4",
     "jsonschema>=4.18",  # tests/test_contract_schema.py
     "ruff>=0.6",  # ph2py's tests check that ruff format leaves its output as it is
@@ -72,13 +72,20 @@ QUICK = [
 ]
 
 
-def _install(session: nox.Session, paths: list[str]) -> None:
-    """Editable installs of the packages, built in one go (no isolated build per package)."""
+def _install(session: nox.Session, paths: list[str], *requirements: str) -> None:
+    """Editable installs of the packages, built in one go (no isolated build per package), with
+    ``requirements`` in the same pip run."""
     session.install("hatchling>=1.21", "editables>=0.5")  # hatchling builds editables with it
     args: list[str] = ["--no-build-isolation"]
     for path in paths:
         args += ["-e", path]
-    session.install(*args)
+    session.install(*args, *requirements)
+
+
+# Two workers for two cores.  worksteal: each worker starts on half of the tests and takes over
+# the other's remaining ones when done, so neither idles while the other still has a queue (the
+# default, load, hands tests out in collection order and can leave one worker alone at the end).
+PYTEST = ["pytest", "-n", "2", "--dist", "worksteal"]
 
 
 def _sources(session: nox.Session, *requirements: str) -> dict[str, str]:
@@ -102,17 +109,15 @@ def demo(session: nox.Session) -> None:
 @nox.session
 def tests(session: nox.Session) -> None:
     """Every CPU test: the packages' own and the cross-package ones."""
-    _install(session, WITH_CUDA)
-    session.install(*TEST_TOOLS, *SASS_TOOLS)
-    session.run("pytest", "-n", "2", *session.posargs)
+    _install(session, WITH_CUDA, *TEST_TOOLS, *SASS_TOOLS)
+    session.run(*PYTEST, *session.posargs)
 
 
 @nox.session
 def quick(session: nox.Session) -> None:
     """A quick subset of the tests, without the CUDA wheels."""
-    _install(session, [*LIGHT[:-1], ".[progress]"])
-    session.install(*TEST_TOOLS)
-    session.run("pytest", "-n", "2", *(session.posargs or QUICK))
+    _install(session, [*LIGHT[:-1], ".[progress]"], *TEST_TOOLS)
+    session.run(*PYTEST, *(session.posargs or QUICK))
 
 
 @nox.session

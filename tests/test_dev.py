@@ -46,10 +46,21 @@ def test_the_tasks(tmp_path, monkeypatch, capsys):
     ran = []
     monkeypatch.setattr(dev, "ensure_venv", lambda: Path("python"))
     monkeypatch.setattr(subprocess, "call", lambda argv, **kw: ran.append(argv) or 0)
-    assert dev.main(["test"]) == 0
-    assert ran[-1][1:] == ["-m", "nox", "-s", "tests", "packages", "docs"]
+    assert dev.main(["test"]) == 0  # tests, then packages and docs side by side
+    assert ran[0][1:] == ["-m", "nox", "-s", "tests"]
+    assert sorted(argv[1:] for argv in ran[1:]) == [
+        ["-m", "nox", "-s", "docs"],
+        ["-m", "nox", "-s", "packages"],
+    ]
+    ran.clear()
+    assert dev.main(["test", "-k", "cache"]) == 0  # the arguments go to pytest
+    assert ran[0][1:] == ["-m", "nox", "-s", "tests", "--", "-k", "cache"]
+    assert len(ran) == 3
     assert dev.main(["nox", "-s", "tests", "--", "-k", "cache"]) == 0
     assert ran[-1][1:] == ["-m", "nox", "-s", "tests", "--", "-k", "cache"]
     assert dev.main(["frobnicate"]) == 2
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith("dev.py: error: no task 'frobnicate'")
+    failing = {"docs": 1}  # a failed session fails the task
+    monkeypatch.setattr(subprocess, "call", lambda argv, **kw: failing.get(argv[-1], 0))
+    assert dev.main(["test"]) == 1

@@ -67,10 +67,22 @@ def test_the_tutorial_checks_itself_on_the_cpu():
     tutorial.check_on_cpu(m=70, n=50, k=90)
 
 
+VARIANTS = tutorial.matmul.space.variants()
+# One test per arch and output tile (BM x BN: 8 variants each), so that pytest-xdist spreads the
+# 96 compiles over its workers; each test compiles its 8 concurrently, as the tuner does.
+TILES = sorted({(v["BM"], v["BN"]) for v in VARIANTS})
+
+
+def test_the_space_has_48_variants_in_6_tiles():
+    assert len(VARIANTS) == 48
+    assert len(TILES) == 6
+    assert all(sum((v["BM"], v["BN"]) == tile for v in VARIANTS) == 8 for tile in TILES)
+
+
+@pytest.mark.parametrize("tile", TILES, ids=lambda tile: f"{tile[0]}x{tile[1]}")
 @pytest.mark.parametrize("arch", ["sm_90", "sm_90a"])  # mma.sync, and wgmma where tiles fit
-def test_every_variant_compiles(arch):
-    variants = tutorial.matmul.space.variants()
-    assert len(variants) == 48
+def test_every_variant_compiles(arch, tile):
+    variants = [v for v in VARIANTS if (v["BM"], v["BN"]) == tile]
 
     def compile_one(values):
         # 128 x 256 on 128 threads: 256 accumulators a thread, refused as a limit (pruned)

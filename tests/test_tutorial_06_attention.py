@@ -91,12 +91,29 @@ KERNELS = [
 ]
 
 
-def test_every_benchmarked_variant_compiles_for_sm_90():
+def test_the_benchmark_tunes_over_70_variants():
     work = [(kernel, values) for kernel in KERNELS for values in gpu_variants(kernel)]
     assert len(work) == 2 * 16 + 6 + 2 * 8 + 2 * 8  # NUM_THREADS doubles the tiled kernels
+    # the groups below, one test each, hold every one of them once
+    grouped = [v for k, d, m in GROUPS for v in gpu_variants(k) if (v["D"], v["BLOCK_M"]) == (d, m)]
+    assert len(grouped) == len(work)
 
-    def compile_one(item):
-        kernel, values = item
+
+# One test per kernel, head size and BLOCK_M (1 to 8 variants each), so that pytest-xdist spreads
+# the 70 compiles over its workers; each test compiles its variants concurrently, as the tuner does.
+GROUPS = sorted(
+    {(kernel, v["D"], v["BLOCK_M"]) for kernel in KERNELS for v in gpu_variants(kernel)},
+    key=lambda group: (KERNELS.index(group[0]), *group[1:]),
+)
+
+
+@pytest.mark.parametrize(
+    ("kernel", "d", "block_m"), GROUPS, ids=[f"{k.name}-D{d}-BLOCK_M{m}" for k, d, m in GROUPS]
+)
+def test_every_benchmarked_variant_compiles_for_sm_90(kernel, d, block_m):
+    work = [v for v in gpu_variants(kernel) if (v["D"], v["BLOCK_M"]) == (d, block_m)]
+
+    def compile_one(values):
         try:
             kernel.compile(arch="sm_90", **values)
         except Exception as exc:  # every failure is reported, not only the first

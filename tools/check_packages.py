@@ -5,8 +5,9 @@
 DIST holds the sdists and wheels that `python -m build` made for every package.  Their
 third-party dependencies are downloaded once into DIST/wheelhouse (the only step that reads an
 index); then each wheel is installed with `--no-index --find-links` that folder into a venv of
-its own, which proves that it needs nothing else, and its CLI or import is run there.  Run by
-`nox -s packages`.
+its own, which proves that it needs nothing else, and its CLI or import is run there.  The wheels
+are checked two at a time (each venv's pip install is mostly waiting on the disk and on pip's own
+start-up), their reports printed in the wheels' order.  Run by `nox -s packages`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import tempfile
 import textwrap
 import time
 import zipfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 SAXPY_PH = """\
@@ -138,8 +140,14 @@ def main(dist: Path) -> int:
     _run([sys.executable, "-m", "pip", "download", "--quiet", "--dest", str(house),
           "--find-links", str(dist), *map(str, wheels)])  # fmt: skip
     print(f"wheelhouse: {len(list(house.iterdir()))} wheels in {time.monotonic() - started:.0f} s")
-    for wheel in wheels:
-        _smoke(wheel, house)
+    with ThreadPoolExecutor(SMOKE_AT_ONCE) as pool:
+        reports = list(pool.map(lambda wheel: _smoke(wheel, house), wheels))
+    failures = [report for ok, report in reports if not ok]
+    for ok, report in reports:
+        if ok:
+            print(report)
+    if failures:
+        sys.exit("\n".join(failures))
     print(f"check_packages: {len(wheels)} wheels and {len(sdists)} sdists passed")
     return 0
 
@@ -163,16 +171,28 @@ def _check_wheel_files(wheel: Path, package: str) -> None:
         sys.exit(f"check_packages: error: {wheel.name} ships phobos/__init__.py")
 
 
-def _smoke(wheel: Path, house: Path) -> None:
+SMOKE_AT_ONCE = 2
+
+
+def _smoke(wheel: Path, house: Path) -> tuple[bool, str]:
+    """(passed, its report): the wheel alone in a fresh venv, each of its commands run there."""
     name = wheel.name.split("-")[0]
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix=f"{name}-") as tmp:
         work = Path(tmp)
         env_dir = work / "venv"
-        _run([sys.executable, "-m", "virtualenv", "--quiet", str(env_dir)])
         bin_dir = env_dir / ("Scripts" if os.name == "nt" else "bin")
         pip = [str(bin_dir / "python"), "-m", "pip", "install", "--quiet", "--no-index"]
-        _run([*pip, "--find-links", str(house), str(wheel)])
+        for argv in (
+            [sys.executable, "-m", "virtualenv", "--quiet", str(env_dir)],
+            [*pip, "--find-links", str(house), str(wheel)],
+        ):
+            done = subprocess.run(argv, capture_output=True, text=True)
+            if done.returncode:
+                return False, (
+                    f"check_packages: error: {name}: {' '.join(argv)} exited {done.returncode}\n"
+                    f"{textwrap.indent(done.stdout + done.stderr, '  ')}"
+                )
         (work / "saxpy.ph").write_text(SAXPY_PH, encoding="utf-8")
         (work / "saxpy_kernel.py").write_text(SAXPY_PY, encoding="utf-8")
         (work / "cache").mkdir()
@@ -183,12 +203,14 @@ def _smoke(wheel: Path, house: Path) -> None:
             expected = EXIT_STATUS.get(tuple(argv), {0})
             done = subprocess.run(argv, cwd=work, env=env, capture_output=True, text=True)
             if done.returncode not in expected or "Traceback" in done.stderr:
-                sys.exit(
+                return False, (
                     f"check_packages: error: {name}: {' '.join(argv)} exited {done.returncode} "
                     f"(expected {expected})\n{textwrap.indent(done.stdout + done.stderr, '  ')}"
                 )
-    print(f"{wheel.name}: installed alone, {len(SMOKE[name][1])} checks passed "
-          f"({time.monotonic() - started:.0f} s)")  # fmt: skip
+    return True, (
+        f"{wheel.name}: installed alone, {len(SMOKE[name][1])} checks passed "
+        f"({time.monotonic() - started:.0f} s)"
+    )
 
 
 def _run(argv: list[str]) -> None:
