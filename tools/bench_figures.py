@@ -50,36 +50,36 @@ class Figure:
 
 FIGURES = [
     Figure(
-        "01_vector_add", "2026-12-02-run32", "bench_01_vector_add", "01 vector add, fp32 (H200)",
+        "01_vector_add", "2026-12-02-run34", "bench_01_vector_add", "01 vector add, fp32 (H200)",
         "n", "elements", "gbps", "GB/s", (1 << 20, 1 << 24, 1 << 27), "elements",
     ),
     Figure(
-        "02_softmax", "2026-12-02-run33", "bench_02_softmax", "02 fused softmax, fp32, M=4096",
+        "02_softmax", "2026-12-02-run34", "bench_02_softmax", "02 fused softmax, fp32, M=4096",
         "n", "N (columns)", "gbps", "GB/s", (1024, 3000, 4096, 8192, 12288), "N",
     ),
     Figure(
-        "05_layer_norm_forward", "2026-12-02-run33", "bench_05_layer_norm",
+        "05_layer_norm_forward", "2026-12-02-run34", "bench_05_layer_norm",
         "05 layer norm forward, fp16, M=4096", "n", "N (columns)", "forward_gbps", "GB/s",
         (4096, 8192, 12288, 15872), "N",
     ),
     Figure(
-        "05_layer_norm_backward", "2026-12-02-run33", "bench_05_layer_norm",
+        "05_layer_norm_backward", "2026-12-02-run34", "bench_05_layer_norm",
         "05 layer norm backward, fp16, M=4096", "n", "N (columns)", "backward_gbps", "GB/s",
         (4096, 8192, 12288, 15872), "N",
     ),
     Figure(
-        "03_matmul", "2026-12-02-run32", "bench_03_matmul", "03 matmul, fp16 (M=N=K)",
+        "03_matmul", "2026-12-02-run34", "bench_03_matmul", "03 matmul, fp16 (M=N=K)",
         "size", "M = N = K", "tflops", "TFLOP/s", (1024, 4096, 8192), "size",
         where=(("activation", False),),
     ),
     Figure(
-        "06_attention_forward", "2026-12-02-run32", "bench_06_attention",
+        "06_attention_forward", "2026-12-02-run34", "bench_06_attention",
         "06 attention forward, fp16, B=4 H=32 S=4096", "d", "head dim D (non-causal)",
         "forward_tflops", "TFLOP/s", (64, 128), "D", digits=1, where=(("causal", False),),
         logx=False, split="causal",
     ),
     Figure(
-        "06_attention_backward", "2026-12-02-run32", "bench_06_attention",
+        "06_attention_backward", "2026-12-02-run34", "bench_06_attention",
         "06 attention backward, fp16, B=4 H=32 S=4096", "d", "head dim D (non-causal)",
         "backward_tflops", "TFLOP/s", (64, 128), "D", digits=1, where=(("causal", False),),
         logx=False, split="causal",
