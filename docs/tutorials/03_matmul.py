@@ -8,7 +8,9 @@ into the fp32 accumulator, which stays in registers for the whole loop.  The
 back end pipelines the loop (however the accumulation is spelled): the next
 k-steps' tiles travel from global to shared memory (2 to 4 stages; by TMA on an
 H100/H200 where the rows are on 16 bytes, by ``cp.async`` elsewhere) while the
-tensor cores multiply this one.
+tensor cores multiply this one.  With TMA a block whose stages fill its SM's
+shared memory is split: a warpgroup of its own issues the copies, and the
+``NUM_THREADS`` threads only wait for each stage and multiply.
 
 **Grouped ordering.**  Blocks that run at the same time should read the same
 rows of ``A`` and columns of ``B``, so these stay in L2.  Numbering the tiles of
