@@ -32,9 +32,8 @@ from .test_mma_waits import (
     MATMUL,
     gpu_ir,
     matmul_args,
-    matmul_reference,
 )
-from .test_tma import ROWS
+from .test_tma import ROWS, SHAPES, assert_matmul_matches_the_interpreter
 
 
 def specialized_matmul() -> ir.Kernel:
@@ -78,16 +77,9 @@ def test_the_copies_go_to_a_producer_warpgroup():
     assert split.consumer_registers == 232 and split.producer_registers == 40
 
 
-@pytest.mark.parametrize("shape", [(200, 136, 304), (128, 128, 64), (64, 64, 0), (72, 200, 1000)])
+@pytest.mark.parametrize("shape", SHAPES)
 def test_the_specialized_k_loop_matches_the_interpreter(shape):
-    m, n, k = shape
-    args = matmul_args(m, n, k)
-    blocks = ((m + 127) // 128) * ((n + 127) // 128)
-    expected = matmul_reference(args, blocks)
-    execute(specialized_matmul(), (blocks, 1, 1), args)
-    np.testing.assert_allclose(
-        args[2].astype(np.float32), expected.astype(np.float32), rtol=2e-3, atol=2e-3
-    )
+    assert_matmul_matches_the_interpreter(specialized_matmul(), shape)
 
 
 def _attention_case(name: str, causal: int, seed: int = 0):

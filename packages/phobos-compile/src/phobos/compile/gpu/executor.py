@@ -956,9 +956,9 @@ class Executor:
     def _MbarrierWait(self, op: ir.MbarrierWait, args, env):
         bars, stage, parity = args[0], int(args[1]), int(args[2])
         what = f"mbarrier_wait at {op.span}"
-        phase = self._barrier_of(bars, stage, what)
+        self._barrier_of(bars, stage, what)
         if bars.completed[stage] % 2 == parity:  # the phase of that parity is still open
-            if phase.arrivals < bars.arrivals and self.partitions is not None:
+            if self.partitions is not None:  # the other partition may complete it meanwhile
                 waited = bars.completed[stage]
                 self.partitions.wait_until(
                     lambda: (
@@ -967,8 +967,8 @@ class Executor:
                     f"the {self.partitions.role} at {op.span} waits for phase {waited} of stage "
                     f"{stage}",
                 )
-                phase = bars.open[stage]
-            if bars.completed[stage] % 2 == parity:
+            phase = bars.open[stage]
+            if bars.completed[stage] % 2 == parity:  # all its arrivals in: its copies land now
                 if phase.arrivals < bars.arrivals:
                     raise ExecutionError(
                         f"{what} waits for phase {bars.completed[stage]} of stage {stage}, "
