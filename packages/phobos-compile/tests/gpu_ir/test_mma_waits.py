@@ -216,3 +216,45 @@ def test_a_ring_with_no_room_behind_the_product_waits_in_each_iteration(tmp_path
     assert kernel.shared_bytes <= 228 * 1024 - 1024
     (release,) = of(the_loop(kernel).body, ir.WgmmaWait)
     assert release.pending == 0
+
+
+def test_attention_waits_in_each_iteration_over_a_ring_with_no_lag(tmp_path):
+    """D128 with 128-key blocks: a K and a V stage are 64 KiB, so each ring has two stages
+    and hands a stage back in the iteration that read it. The PV product may not stay in
+    flight past that hand-back (its V stage is refilled by TMA), so both waits are within
+    the iteration, and the executed kernel matches the interpreter."""
+    text = (EXAMPLES / "attention.ph").read_text(encoding="utf-8")
+    space = "D in {64, 128, 16, 32}, BLOCK_M in {64, 128}, BLOCK_N in {64, 32}"
+    assert text.count(space) == 1
+    wide = tmp_path / "attention.ph"
+    wide.write_text(text.replace(space, "D in {128}, BLOCK_M in {128}, BLOCK_N in {128}"))
+    module = parse_file(wide)
+    values = {"D": 128, "BLOCK_M": 128, "BLOCK_N": 128, "NUM_THREADS": 256, "CAUSAL": 0}
+    kernel_name = "attention_forward"
+    tile_ir = lower(module, kernel_name, variant_values(module, [kernel_name], values)[kernel_name])
+    names = [p.name for p in tile_ir.params]
+    options = {
+        key: dict.fromkeys(names, value)
+        for key, value in [("unit_stride", True), ("align", 16), ("row_align", 16)]
+    }
+    kernel = build(tile_ir, arch="sm_90a", **options)
+    rings = [op for op in kernel.walk() if isinstance(op, ir.SharedAlloc) and op.lag is not None]
+    assert [(op.result.type.stages, op.lag) for op in rings] == [(2, 0), (2, 0)]
+    (loop,) = [op for op in kernel.walk() if isinstance(op, ir.For) and of(op.body, ir.Wgmma)]
+    waits = of(loop.body, ir.WgmmaWait)
+    assert [(w.pending, bool(w.results)) for w in waits] == [(0, True), (0, True)]
+    carried = loop.body.ops[-1].operands
+    assert any(operand is wait.result for wait in waits for operand in carried)
+
+    rng = np.random.default_rng(0)
+    s, d = 384, 128
+    q, k, v = (rng.standard_normal((1, s, d)).astype(np.float16) for _ in range(3))
+    args = [q, k, v, np.zeros((1, s, d), np.float16), np.zeros((1, s), np.float32), 0.1]
+    grid = (s // 128, 1, 1)
+    expected = [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args]
+    run(tile_ir, grid, expected)
+    execute(kernel, grid, args)
+    np.testing.assert_allclose(
+        args[3].astype(np.float32), expected[3].astype(np.float32), rtol=2e-3, atol=2e-3
+    )
+    np.testing.assert_allclose(args[4], expected[4], rtol=1e-5, atol=1e-5)

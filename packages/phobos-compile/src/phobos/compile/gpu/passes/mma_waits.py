@@ -146,7 +146,9 @@ def _converted_only_into(body: ir.Block, uses: list[ir.Op], product: ir.Wgmma) -
 
 
 def _written_buffers(block: ir.Block) -> set[ir.Value]:
-    return {op.operands[0] for op in block.walk() if isinstance(op, (ir.SharedStore, ir.CopyAsync))}
+    """The buffers ``block`` writes: by the threads, by ``cp.async`` or by TMA."""
+    writes = (ir.SharedStore, ir.CopyAsync, ir.CopyTma)
+    return {op.operands[0] for op in block.walk() if isinstance(op, writes)}
 
 
 def _sink_waits(block: ir.Block) -> None:
