@@ -457,15 +457,39 @@ def row_buffer(x):
     return torch.empty(x.shape[0], dtype=torch.float32, device=x.device)
 
 
-def backward(dy, x, w, rstd, dx, dw, dw_partial, dw_names: dict | None = None, **launch) -> None:
-    """``dx`` and ``dw`` from ``dy``, with ``rstd`` from ``forward``, for rows of any width.
+def backward_launches(
+    dy, x, w, rstd, dx, dw, dw_partial, dw_names: dict | None = None, **launch
+) -> list[tuple]:
+    """The kernels ``backward`` launches for these arrays, in order, each as ``(kernel,
+    grid, args, names)``: the compile-time names it fixes, and launch options.
 
     A row one tile holds takes ``rms_norm_backward_*`` with ``BLOCK_N`` fixed to the
     narrowest tile that holds it (that kernel is wrong with a narrower one, so the tuner
     only chooses ``ROWS``).  A wider row, or a ``BLOCK_N`` given narrower than the row,
-    takes the wide backward: ``rms_norm_backward_c_*`` (each row's c into an f32 buffer
-    allocated here), then ``rms_norm_backward_chunked_*``, every variant of both right for
-    every width.  Either path ends with ``rms_norm_backward_dw_*``.
+    takes the wide backward: ``rms_norm_backward_c_*`` (each row's c, into an f32 buffer
+    allocated here), then ``rms_norm_backward_chunked_*``; every variant of both is right
+    for every width.  Either path ends with ``rms_norm_backward_dw_*``.
+    """
+    kind = element_type(x)
+    n = x.shape[1]
+    options = {k: v for k, v in launch.items() if not k.isupper()}
+    tile = launch.pop("BLOCK_N", covering_tile(n))
+    last = (BACKWARD_DW[kind], column_blocks, (dw_partial, dw), {**options, **(dw_names or {})})
+    if tile is not None and tile >= n:
+        names = {**launch, "BLOCK_N": tile}
+        return [(BACKWARD[kind], partial_blocks, (dy, x, w, rstd, dx, dw_partial), names), last]
+    names = launch if tile is None else {**launch, "BLOCK_N": tile}
+    c = row_buffer(x)
+    return [
+        (BACKWARD_C[kind], row_blocks, (dy, x, w, rstd, c), names),
+        (BACKWARD_CHUNKED[kind], band_blocks, (dy, x, w, rstd, c, dx, dw_partial), names),
+        last,
+    ]
+
+
+def backward(dy, x, w, rstd, dx, dw, dw_partial, dw_names: dict | None = None, **launch) -> None:
+    """``dx`` and ``dw`` from ``dy``, with ``rstd`` from ``forward``, for rows of any width
+    (the kernels: ``backward_launches``).
 
     ``dw_partial`` is an f32 ``[GROUPS, N]`` buffer (``GROUPS = partial_rows(x)``, say);
     each row of it is written before it is read, so it needs no initial value.
@@ -473,18 +497,10 @@ def backward(dy, x, w, rstd, dx, dw, dw_partial, dw_names: dict | None = None, *
     path's), ``dw_names`` (``{"BLOCK_G": 16}``) the last kernel's; the tuner chooses the
     rest.  Launch options (``race_check=True``, ``stream=``) go to every kernel.
     """
-    kind = element_type(x)
-    n = x.shape[1]
-    options = {k: v for k, v in launch.items() if not k.isupper()}
-    tile = launch.pop("BLOCK_N", covering_tile(n))
-    if tile is not None and tile >= n:
-        BACKWARD[kind][partial_blocks](dy, x, w, rstd, dx, dw_partial, BLOCK_N=tile, **launch)
-    else:
-        wide = launch if tile is None else {**launch, "BLOCK_N": tile}
-        c = row_buffer(x)
-        BACKWARD_C[kind][row_blocks](dy, x, w, rstd, c, **wide)
-        BACKWARD_CHUNKED[kind][band_blocks](dy, x, w, rstd, c, dx, dw_partial, **wide)
-    BACKWARD_DW[kind][column_blocks](dw_partial, dw, **options, **(dw_names or {}))
+    for kernel, grid, args, names in backward_launches(
+        dy, x, w, rstd, dx, dw, dw_partial, dw_names, **launch
+    ):
+        kernel[grid](*args, **names)
 
 
 def reference(x, w, dy, eps: float = 1e-6) -> dict[str, np.ndarray]:
