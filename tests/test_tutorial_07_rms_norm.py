@@ -137,15 +137,19 @@ def test_the_backward_fixes_the_narrowest_tile_that_holds_the_row():
 def test_a_tile_too_narrow_for_the_one_tile_backward_leaves_dx_unwritten():
     """Why the wrapper fixes the tile that holds the row, and a test that can fail: launched
     by itself with a narrower tile, the one-tile kernel leaves the columns past the tile with
-    their poison (the tuner would call it wrong); the wrapper given that tile takes the wide
+    their poison, and the tuner calls it wrong; the wrapper given that tile takes the wide
     kernels instead, and they write every column."""
     data = tutorial.cpu_inputs(5, 300, "f16")
     x, w, dy = data["x"], data["w"], data["dy"]
     rstd = nan(5, np.float32)
     tutorial.forward(x, w, nan((5, 300), x.dtype), rstd)
     dx, partial = nan((5, 300), x.dtype), nan((2, 300), np.float32)
-    tutorial.BACKWARD["f16"][tutorial.partial_blocks](dy, x, w, rstd, dx, partial, BLOCK_N=256)
+    one_tile = tutorial.BACKWARD["f16"]
+    one_tile[tutorial.partial_blocks](dy, x, w, rstd, dx, partial, BLOCK_N=256)
     assert not np.isnan(dx[:, :256]).any() and np.isnan(dx[:, 256:]).all()
+    one_tile.autotune(dy, x, w, rstd, dx, partial, grid=tutorial.partial_blocks, options=OPTIONS)
+    found = statuses(one_tile.tuning_report())
+    assert {found[r, b] for r in (1, 2, 4, 8) for b in (128, 256)} == {WRONG}
     dx, dw = nan((5, 300), x.dtype), nan(300, x.dtype)
     tutorial.backward(dy, x, w, rstd, dx, dw, partial, BLOCK_N=256)
     assert_matches({"dx": dx, "dw": dw}, tutorial.reference(**data), "f16", ("dx", "dw"))
