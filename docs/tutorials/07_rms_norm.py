@@ -9,8 +9,8 @@ with ``x``, ``w`` and ``y`` in f16 or bf16 and the statistics in f32; it keeps
 ``rstd`` for the backward pass.  The language has no kernels generic over an
 element type, so each kernel is written once per type (``rms_norm_forward_f16``,
 ``rms_norm_forward_bf16``, ...); the two share their arithmetic through the
-``fn``s ``inverse_rms`` and ``input_gradient``, and the wrappers below pick the
-kernel from the arrays' dtype.
+``fn``s ``inverse_rms``, ``row_gradient`` and ``input_gradient``, and the
+wrappers below pick the kernel from the arrays' dtype.
 
 The forward kernel takes ``ROWS`` rows a block.  When a row fits one ``BLOCK_N``
 tile (``N <= BLOCK_N``, a block-uniform condition), it is read once and held in
@@ -22,47 +22,65 @@ second pass reads the chunks again and writes ``y``.  So every variant of the
 space is right for every ``N``, and the tuner is free to choose any of them.
 
 The backward pass takes ``dy`` and gives ``dx`` and ``dw``.  With
-``xhat = x * rstd`` and ``wdy = w * dy``, per row,
+``xhat = x * rstd``, ``wdy = w * dy`` and each row's ``c = sum(xhat * wdy) / N``,
 
-    dx = (wdy - xhat * sum(xhat * wdy) / N) * rstd
+    dx = (wdy - xhat * c) * rstd
 
 while ``dw = sum over rows of dy * xhat`` adds up every row's contribution.  As
-in tutorial 05, two kernels and no atomics:
+in tutorial 05 there are no atomics: blocks write partial sums of ``dw`` into
+the rows of an f32 buffer ``dw_partial [GROUPS, N]`` (the caller's;
+``partial_rows`` gives two blocks an SM), and a last kernel adds them up.  There
+are two paths, and ``backward`` picks one from the width of a row:
 
-1. ``rms_norm_backward_*``: the grid has ``GROUPS`` blocks, one per row of the
-   f32 buffer ``dw_partial [GROUPS, N]``.  Block ``g`` takes the chunks of
-   ``CHUNK`` (16) rows from row ``g * CHUNK``, ``GROUPS * CHUNK`` rows apart (a
-   grid-stride loop, which the static race check proves race-free), ``ROWS``
-   rows at a time; it writes their ``dx`` and adds their ``dy * xhat`` into an
-   f32 tile in registers, whose column sums become row ``g`` of ``dw_partial``.
-   ``GROUPS`` is the caller's (the buffer's rows; ``partial_rows`` gives two
-   blocks an SM), not ``M / ROWS`` as in tutorial 05, so ``ROWS`` is left to the
-   tuner like every other tile name, and the partial sums are as few rows as the
-   grid has blocks.  The rows a block adds up depend on ``CHUNK``, never on
-   ``ROWS`` (which divides it): the tuner compares every output of the variants,
-   ``dw_partial`` too, and a grid-stride loop of ``ROWS`` rows would give each
-   ``ROWS`` other partial sums (all right, since their total is the same), which
-   it would take for variants that disagree.  This kernel holds a row in one
-   tile: a narrower ``BLOCK_N`` leaves columns of ``dx`` unwritten, which the
-   tuner sees and rejects, and rows wider than the widest tile (``MAX_TILE``)
-   are refused by ``backward``.
-2. ``rms_norm_backward_dw_*``: each block sums a band of columns of
-   ``dw_partial`` over the ``GROUPS`` rows, in f32, and rounds once to ``w``'s
-   type.
+1. A row one tile holds (``N <= MAX_TILE``, 16384): ``rms_norm_backward_*``
+   runs ``GROUPS`` blocks.  Block ``g`` takes the chunks of ``CHUNK`` (16) rows
+   from row ``g * CHUNK``, ``GROUPS * CHUNK`` rows apart (a grid-stride loop,
+   which the static race check proves race-free), ``ROWS`` rows at a time; it
+   reads each row once, writes its ``dx`` and adds its ``dy * xhat`` into an f32
+   tile in registers, whose column sums become row ``g`` of ``dw_partial``.
+   ``GROUPS`` is not ``M / ROWS`` as in tutorial 05, so ``ROWS`` is left to the
+   tuner, and the partial sums are as few rows as the grid has blocks.  The rows
+   a block adds up depend on ``CHUNK``, never on ``ROWS`` (which divides it):
+   the tuner compares every output of the variants, ``dw_partial`` too, and a
+   grid-stride loop of ``ROWS`` rows would give each ``ROWS`` other partial sums
+   (all right, since their total is the same), which it would take for variants
+   that disagree.  This kernel is right only with a tile that holds the row (a
+   narrower ``BLOCK_N`` leaves columns of ``dx`` unwritten), so ``backward``
+   fixes ``BLOCK_N`` to the narrowest tile of the space that does, as tutorial
+   02's ``run_softmax`` does, and the tuner chooses ``ROWS`` only: it never
+   sees a variant that cannot be right.
+2. A wider row (or a ``BLOCK_N`` given narrower than the row) cannot be held
+   in registers, and neither can a block's partial sums of every column of it.
+   ``rms_norm_backward_c_*`` computes each row's ``c`` first, ``ROWS`` rows a
+   block, ``BLOCK_N`` columns at a time, into an f32 ``[M]`` buffer ``backward``
+   allocates.  Then ``rms_norm_backward_chunked_*`` runs a ``(GROUPS, bands)``
+   grid: block ``(g, b)`` takes band ``b`` of ``BLOCK_N`` columns of the rows
+   block ``g`` of the first path takes, writes their ``dx`` from ``c`` and holds
+   the band's partial sums of ``dw`` in registers, which become that band of
+   row ``g`` of ``dw_partial``.  No block reads what another wrote in the same
+   launch (each kernel's inputs were written by the one before), and every
+   variant of both spaces is right for every ``N``.  It reads ``x`` and ``dy``
+   twice: about ``5 * M * N`` elements move where the first path moves
+   ``3 * M * N`` (plus ``2 * GROUPS * N`` f32 partial sums on either path).
+3. ``rms_norm_backward_dw_*``, after either: each block sums a band of columns
+   of ``dw_partial`` over the ``GROUPS`` rows, in f32, and rounds once to
+   ``w``'s type.
 
-The wrappers ``forward`` and ``backward`` launch the kernels with
-``kernel[grid](...)`` and fix no compile-time name, so a GPU launch tunes
-``ROWS`` and ``BLOCK_N`` (and the second kernel's ``BLOCK_G`` and ``BLOCK_N``)
-at its first call for a shape; a launch on numpy arrays runs the interpreter
-with each space's first values (``ROWS=1``, ``BLOCK_N=16384``: one tile holds
-every row up to 16384 columns).
+``backward_launches`` lists the kernels ``backward`` launches for given arrays,
+with the names it fixes.  The wrappers launch the kernels with
+``kernel[grid](...)``, so a GPU launch tunes every name they leave free at its
+first call for a shape; a launch on numpy arrays runs the interpreter with
+those names at each space's first values (the forward's ``ROWS=1``,
+``BLOCK_N=16384``).
 
 A tuning result serves every later launch with the same key, and the default
-key rounds ``N`` up to a power of two: a backward tuned at ``N = 3000`` may
-choose ``BLOCK_N = 3072``, which at ``N = 4096`` would leave columns unwritten.
-So the row kernels' key (``row_tile_key``) holds the narrowest tile that covers
-the row instead: launches share a result only when the same tiles hold their
-rows.
+key rounds ``N`` up to a power of two: a forward tuned at ``N = 3000`` may
+choose ``BLOCK_N = 3072``, which at ``N = 4096`` would read each row twice (and
+the one-tile backward, tuned with ``BLOCK_N`` free, would leave columns
+unwritten).  So the one-tile kernels' key (``row_tile_key``) holds the narrowest
+tile that covers the row instead: launches share a result only when the same
+tiles hold their rows.  The wide kernels, right at every width, keep the
+default key.
 
 Run it: ``python docs/tutorials/07_rms_norm.py``.  It checks the kernels in the
 CPU interpreter against numpy (f16 and bf16; bf16 numpy arrays need
@@ -754,7 +772,7 @@ def phobos_buffers(x) -> dict:
     }
 
 
-def check_and_time_on_gpu(m: int = 4096, sizes=(1024, 4096, 8192)) -> None:
+def check_and_time_on_gpu(m: int = 4096, sizes=(1024, 4096, 8192, 32768)) -> None:
     """Check against torch in float64, then time Phobos, Triton and torch (median, L2 flushed)."""
     import torch
     from triton.testing import do_bench
@@ -814,6 +832,7 @@ def main() -> None:
     check_on_cpu()
     check_on_cpu(m=9, n=3000, kinds=("bf16",))
     check_on_cpu(m=5, n=300, forward_names={"ROWS": 2, "BLOCK_N": 128})  # forward in chunks
+    check_on_cpu(m=3, n=20000, kinds=("bf16",))  # wider than every tile: the wide backward
     try:
         import torch
 
