@@ -202,6 +202,25 @@ def rms_norm(c: Checker) -> Iterator[str]:
             c.expect(f"{backward.name} dx", values, dx, ref["dx"], tol)
             c.expect(f"{backward.name} dw_partial", values, partial.sum(dim=0), ref["dw"], 1e-5)
             yield f"{backward.name} {values}"
+        # The wide backward, every variant: 1000 columns are several bands for tiles below.
+        rows_kernel, chunked = t.BACKWARD_C[kind], t.BACKWARD_CHUNKED[kind]
+        x64, w64, dy64 = (a.double().cpu().numpy() for a in (xs, ws, dys))
+        c_ref = (x64 * ref["rstd"][:, None] * (w64 * dy64)).sum(axis=1) / n
+        for values in variants(rows_kernel):
+            cs = c.poisoned((m,), torch.float32)
+            if not c.ran(rows_kernel[t.row_blocks], dys, xs, ws, rstd, cs, **values):
+                continue
+            c.expect(f"{rows_kernel.name} c", values, cs, c_ref, rstd_tol)
+            yield f"{rows_kernel.name} {values}"
+        cs = c.gpu(c_ref.astype(np.float32))
+        for values in variants(chunked):
+            dx, partial = c.poisoned((m, n), dtype), c.poisoned((groups, n), torch.float32)
+            args = (dys, xs, ws, rstd, cs, dx, partial)
+            if not c.ran(chunked[t.band_blocks], *args, **values):
+                continue
+            c.expect(f"{chunked.name} dx", values, dx, ref["dx"], tol)
+            c.expect(f"{chunked.name} dw_partial", values, partial.sum(dim=0), ref["dw"], 1e-5)
+            yield f"{chunked.name} {values}"
         partial = rng.standard_normal((groups * 13, n)).astype(np.float32)
         for values in variants(dw_kernel):
             dw = c.poisoned((n,), dtype)

@@ -1,6 +1,7 @@
 """Tutorial 07, RMS norm: forward and backward in the interpreter against numpy in float64,
-f16 and bf16 (bf16 arrays are ``ml_dtypes.bfloat16``), at widths no tile divides, on both of
-the forward's paths (a row in one tile, a row in chunks), and tuned in the interpreter."""
+f16 and bf16 (bf16 arrays are ``ml_dtypes.bfloat16``), at widths no tile divides, on both
+paths of each (a row in one tile, a row in chunks: for the backward, the wide kernels), rows
+wider than the widest tile, and tuned in the interpreter with no variant wrong."""
 
 from __future__ import annotations
 
@@ -66,6 +67,12 @@ def test_forward_matches_numpy(kind, m, n, rows, block_n):
         (9, 3000, 2, 3072, 4, 16, 256),  # the benchmark's width that is no power of two
         (5, 100, 8, 128, 4, 32, 32),
         (1, 5, 1, 128, 1, 16, 32),  # one row (one column would make dx cancel to ~0)
+        # BLOCK_N narrower than the row: the wide kernels, in bands of BLOCK_N columns.
+        (37, 300, 2, 256, 2, 16, 32),  # two bands, the last of 44 columns; chunks 0-2 as above
+        (37, 1000, 4, 256, 3, 32, 64),  # four bands; the last chunk's 4-row steps: 1, then none
+        (19, 3000, 1, 1024, 4, 16, 256),  # three bands, the last 952 columns; two groups idle
+        (5, 700, 4, 512, 1, 64, 128),  # one group: every row in one block, 1 of its 4 absent
+        (2, 257, 2, 256, 5, 16, 32),  # a band of one column; groups past the rows write zeros
     ],
 )
 def test_backward_matches_numpy(kind, m, n, rows, block_n, groups, block_g, cols):
@@ -88,31 +95,64 @@ def test_backward_matches_numpy(kind, m, n, rows, block_n, groups, block_g, cols
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_the_wrappers_defaults_hold_every_row_up_to_the_widest_tile(kind):
-    """A launch on numpy arrays fixes nothing and uses each space's first values."""
+@pytest.mark.parametrize("m, n", [(37, 300), (3, 16384), (3, 16385), (5, 20000)])
+def test_the_wrappers_defaults_are_right_for_rows_of_any_width(kind, m, n):
+    """A launch on numpy arrays fixes only what the wrapper fixes and takes each space's
+    first values for the rest; up to the widest tile (16384) the backward holds a row in one
+    tile, past it the wide kernels take it in bands."""
     assert tutorial.rms_norm_forward_f16.space.default() == {"ROWS": 1, "BLOCK_N": 16384}
-    assert tutorial.rms_norm_backward_bf16.space.default()["BLOCK_N"] == tutorial.MAX_TILE
-    for m, n in ((37, 300), (3, 16384)):
-        data = tutorial.cpu_inputs(m, n, kind, seed=n)
-        assert_matches(tutorial.run_on_cpu(data), tutorial.reference(**data), kind)
+    data = tutorial.cpu_inputs(m, n, kind, seed=n)
+    assert_matches(tutorial.run_on_cpu(data), tutorial.reference(**data), kind)
 
 
-def test_a_tile_too_narrow_for_the_backward_leaves_dx_unwritten():
-    """Why the tuner rejects such a tile, and a test that can fail: the columns past the
-    tile keep their poison."""
+def kernels_launched(m: int, n: int, **launch) -> list[str]:
+    x = np.ones((m, n), np.float16)
+    found = tutorial.backward_launches(x, x, x[0], x[:, 0], x, x[0], x, **launch)
+    return [f"{kernel.name} {names}" for kernel, _, _, names in found]
+
+
+def test_the_backward_fixes_the_narrowest_tile_that_holds_the_row():
+    assert kernels_launched(4, 3000) == [
+        "rms_norm_backward_f16 {'BLOCK_N': 3072}",
+        "rms_norm_backward_dw_f16 {}",
+    ]
+    assert kernels_launched(4, 16384, ROWS=2, race_check=True, dw_names={"BLOCK_G": 16})[0] == (
+        "rms_norm_backward_f16 {'ROWS': 2, 'race_check': True, 'BLOCK_N': 16384}"
+    )
+    # Wider than every tile: the wide kernels, BLOCK_N left to the tuner.
+    assert kernels_launched(4, 16385) == [
+        "rms_norm_backward_c_f16 {}",
+        "rms_norm_backward_chunked_f16 {}",
+        "rms_norm_backward_dw_f16 {}",
+    ]
+    # A BLOCK_N narrower than the row: the wide kernels at that BLOCK_N; a wider one: one tile.
+    assert kernels_launched(4, 300, BLOCK_N=256)[:2] == [
+        "rms_norm_backward_c_f16 {'BLOCK_N': 256}",
+        "rms_norm_backward_chunked_f16 {'BLOCK_N': 256}",
+    ]
+    assert kernels_launched(4, 300, BLOCK_N=1024)[0] == "rms_norm_backward_f16 {'BLOCK_N': 1024}"
+    assert tutorial.covering_tile(16385) is None and tutorial.covering_tile(1) == 128
+
+
+def test_a_tile_too_narrow_for_the_one_tile_backward_leaves_dx_unwritten():
+    """Why the wrapper fixes the tile that holds the row, and a test that can fail: launched
+    by itself with a narrower tile, the one-tile kernel leaves the columns past the tile with
+    their poison, and the tuner calls it wrong; the wrapper given that tile takes the wide
+    kernels instead, and they write every column."""
     data = tutorial.cpu_inputs(5, 300, "f16")
-    x = data["x"]
+    x, w, dy = data["x"], data["w"], data["dy"]
     rstd = nan(5, np.float32)
-    tutorial.forward(x, data["w"], nan((5, 300), x.dtype), rstd)
-    dx, dw, partial = nan((5, 300), x.dtype), nan(300, x.dtype), nan((2, 300), np.float32)
-    tutorial.backward(data["dy"], x, data["w"], rstd, dx, dw, partial, BLOCK_N=256)
+    tutorial.forward(x, w, nan((5, 300), x.dtype), rstd)
+    dx, partial = nan((5, 300), x.dtype), nan((2, 300), np.float32)
+    one_tile = tutorial.BACKWARD["f16"]
+    one_tile[tutorial.partial_blocks](dy, x, w, rstd, dx, partial, BLOCK_N=256)
     assert not np.isnan(dx[:, :256]).any() and np.isnan(dx[:, 256:]).all()
-
-
-def test_the_backward_refuses_rows_wider_than_one_tile():
-    x = np.ones((2, tutorial.MAX_TILE + 1), np.float16)
-    with pytest.raises(ValueError, match="one tile: 16385 columns > 16384"):
-        tutorial.backward(x, x, x[0], np.ones(2, np.float32), x, x[0], np.ones((1, 16385)))
+    one_tile.autotune(dy, x, w, rstd, dx, partial, grid=tutorial.partial_blocks, options=OPTIONS)
+    found = statuses(one_tile.tuning_report())
+    assert {found[r, b] for r in (1, 2, 4, 8) for b in (128, 256)} == {WRONG}
+    dx, dw = nan((5, 300), x.dtype), nan(300, x.dtype)
+    tutorial.backward(dy, x, w, rstd, dx, dw, partial, BLOCK_N=256)
+    assert_matches({"dx": dx, "dw": dw}, tutorial.reference(**data), "f16", ("dx", "dw"))
 
 
 def test_the_wrappers_refuse_other_dtypes():
@@ -141,35 +181,92 @@ def statuses(report) -> dict[tuple[int, int], str]:
     return {(v.values["ROWS"], v.values["BLOCK_N"]): v.status for v in report.variants}
 
 
+OPTIONS = Options(budget_s=0.0, warmup=0, min_repeats=1, progress=False, retune=True)
+
+
 @pytest.mark.parametrize("kind", KINDS)
-def test_the_tuner_chooses_a_tile_that_covers_the_backwards_rows(kind):
+def test_every_forward_variant_is_right_and_the_tuner_chooses_one(kind):
     """Tuned in the interpreter at N=300 (M=37: tiles above 512 are pruned): every forward
-    variant is right (128 and 256 take the chunked path); the backward's 128 and 256 leave
-    columns of dx unwritten and are wrong, and 512 is chosen."""
+    variant is right (128 and 256 take the chunked path)."""
     data = tutorial.cpu_inputs(37, 300, kind)
-    expected = tutorial.reference(**data)
-    x, w, dy = data["x"], data["w"], data["dy"]
+    x, w = data["x"], data["w"]
     forward = tutorial.FORWARD[kind]
-    backward = tutorial.BACKWARD[kind]
-    options = Options(budget_s=0.0, warmup=0, min_repeats=1, progress=False, retune=True)
     y, rstd = nan((37, 300), x.dtype), nan(37, np.float32)
-    forward.autotune(x, w, y, rstd, 1e-6, grid=tutorial.row_blocks, options=options)
+    forward.autotune(x, w, y, rstd, 1e-6, grid=tutorial.row_blocks, options=OPTIONS)
     found = statuses(forward.tuning_report())
     assert {found[r, b] for r in (1, 2, 4, 8) for b in (128, 256, 512)} == {PASSED}
     assert {found[r, b] for r in (1, 2, 4, 8) for b in (768, 16384)} == {PRUNED}
     forward[tutorial.row_blocks](x, w, y, rstd, 1e-6)  # the choice
-    assert_matches({"y": y, "rstd": rstd}, expected, kind, ("y", "rstd"))
+    assert_matches({"y": y, "rstd": rstd}, tutorial.reference(**data), kind, ("y", "rstd"))
 
-    dx, partial = nan((37, 300), x.dtype), nan((4, 300), np.float32)
-    args = (dy, x, w, rstd, dx, partial)
-    choice = backward.autotune(*args, grid=tutorial.partial_blocks, options=options)
-    found = statuses(backward.tuning_report())
-    assert {found[r, b] for r in (1, 2, 4, 8) for b in (128, 256)} == {WRONG}
-    assert {found[r, 512] for r in (1, 2, 4, 8)} == {PASSED}
-    assert choice["BLOCK_N"] == 512
-    dw = nan(300, x.dtype)
-    tutorial.backward(dy, x, w, rstd, dx, dw, partial)  # the choice, and the dw kernel's default
-    assert_matches({"dx": dx, "dw": dw}, expected, kind, ("dx", "dw"))
+
+def tune_the_backward(data: dict, groups: int, **launch) -> tuple[dict, list]:
+    """Tune each kernel the wrapper launches, as it launches it (its grid and fixed names),
+    in the interpreter, then launch the choice (the next kernel reads what it writes).
+    Returns dx and dw, and each kernel's name and report."""
+    x, w, dy = data["x"], data["w"], data["dy"]
+    m, n = x.shape
+    rstd = nan(m, np.float32)
+    tutorial.forward(x, w, nan((m, n), x.dtype), rstd)
+    out = {"dx": nan((m, n), x.dtype), "dw": nan(n, x.dtype)}
+    partial = nan((groups, n), np.float32)
+    reports = []
+    for kernel, grid, args, names in tutorial.backward_launches(
+        dy, x, w, rstd, out["dx"], out["dw"], partial, **launch
+    ):
+        kernel.autotune(*args, grid=grid, options=OPTIONS, **names)
+        reports.append((kernel.name, kernel.tuning_report()))
+        kernel[grid](*args, **names)
+    return out, reports
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("m, n", [(37, 300), (19, 16500)])
+def test_the_tuner_sees_only_variants_that_are_right(kind, m, n):
+    """The wrapper's launches, tuned: at N=300 the one-tile kernel with BLOCK_N=512 fixed
+    (only ROWS tuned), past the widest tile both wide kernels with every variant of their
+    spaces; no variant is wrong, and the choices give dx and dw."""
+    data = tutorial.cpu_inputs(m, n, kind, seed=n)
+    got, reports = tune_the_backward(data, groups=4)
+    for name, report in reports:
+        kinds = {v.status for v in report.variants}
+        assert kinds <= {PASSED, PRUNED} and PASSED in kinds, f"{name}: {report}"
+    names = [name for name, _ in reports]
+    if n <= tutorial.MAX_TILE:
+        assert names == [f"rms_norm_backward_{kind}", f"rms_norm_backward_dw_{kind}"]
+        found = statuses(reports[0][1])
+        assert found == {(r, 512): PASSED for r in (1, 2, 4, 8)}
+    else:
+        assert names[:2] == [f"rms_norm_backward_c_{kind}", f"rms_norm_backward_chunked_{kind}"]
+        for _, report in reports[:2]:
+            assert len(report.variants) == 15 and report.ran == 15
+    assert_matches(got, tutorial.reference(**data), kind, ("dx", "dw"))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_variant_of_the_wide_kernels_is_right_where_no_tile_divides_the_row(kind):
+    """Both wide kernels' whole spaces (tiles 256 to 4096, none pruned at N=3000), tuned in
+    the interpreter with BLOCK_N left free: 19 rows (a chunk of 16 and a partial one), 2
+    groups, bands whose last is partial for every tile."""
+    data = tutorial.cpu_inputs(19, 3000, kind)
+    x, w, dy = data["x"], data["w"], data["dy"]
+    expected = tutorial.reference(**data)
+    rstd = nan(19, np.float32)
+    tutorial.forward(x, w, nan((19, 3000), x.dtype), rstd)
+    c = nan(19, np.float32)
+    rows = tutorial.BACKWARD_C[kind]
+    rows.autotune(dy, x, w, rstd, c, grid=tutorial.row_blocks, options=OPTIONS)
+    assert set(statuses(rows.tuning_report()).values()) == {PASSED}
+    rows[tutorial.row_blocks](dy, x, w, rstd, c)
+    dx, partial = nan((19, 3000), x.dtype), nan((2, 3000), np.float32)
+    chunked = tutorial.BACKWARD_CHUNKED[kind]
+    args = (dy, x, w, rstd, c, dx, partial)
+    chunked.autotune(*args, grid=tutorial.band_blocks, options=OPTIONS)
+    found = statuses(chunked.tuning_report())
+    assert len(found) == 15 and set(found.values()) == {PASSED}
+    chunked[tutorial.band_blocks](*args)
+    assert_matches({"dx": dx}, expected, kind, ("dx",))
+    assert error(partial.sum(axis=0, dtype=np.float64), expected["dw"]) < 1e-5
 
 
 def test_the_tutorial_checks_itself_on_the_cpu():

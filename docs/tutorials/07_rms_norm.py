@@ -9,8 +9,8 @@ with ``x``, ``w`` and ``y`` in f16 or bf16 and the statistics in f32; it keeps
 ``rstd`` for the backward pass.  The language has no kernels generic over an
 element type, so each kernel is written once per type (``rms_norm_forward_f16``,
 ``rms_norm_forward_bf16``, ...); the two share their arithmetic through the
-``fn``s ``inverse_rms`` and ``input_gradient``, and the wrappers below pick the
-kernel from the arrays' dtype.
+``fn``s ``inverse_rms``, ``row_gradient`` and ``input_gradient``, and the
+wrappers below pick the kernel from the arrays' dtype.
 
 The forward kernel takes ``ROWS`` rows a block.  When a row fits one ``BLOCK_N``
 tile (``N <= BLOCK_N``, a block-uniform condition), it is read once and held in
@@ -22,47 +22,65 @@ second pass reads the chunks again and writes ``y``.  So every variant of the
 space is right for every ``N``, and the tuner is free to choose any of them.
 
 The backward pass takes ``dy`` and gives ``dx`` and ``dw``.  With
-``xhat = x * rstd`` and ``wdy = w * dy``, per row,
+``xhat = x * rstd``, ``wdy = w * dy`` and each row's ``c = sum(xhat * wdy) / N``,
 
-    dx = (wdy - xhat * sum(xhat * wdy) / N) * rstd
+    dx = (wdy - xhat * c) * rstd
 
 while ``dw = sum over rows of dy * xhat`` adds up every row's contribution.  As
-in tutorial 05, two kernels and no atomics:
+in tutorial 05 there are no atomics: blocks write partial sums of ``dw`` into
+the rows of an f32 buffer ``dw_partial [GROUPS, N]`` (the caller's;
+``partial_rows`` gives two blocks an SM), and a last kernel adds them up.  There
+are two paths, and ``backward`` picks one from the width of a row:
 
-1. ``rms_norm_backward_*``: the grid has ``GROUPS`` blocks, one per row of the
-   f32 buffer ``dw_partial [GROUPS, N]``.  Block ``g`` takes the chunks of
-   ``CHUNK`` (16) rows from row ``g * CHUNK``, ``GROUPS * CHUNK`` rows apart (a
-   grid-stride loop, which the static race check proves race-free), ``ROWS``
-   rows at a time; it writes their ``dx`` and adds their ``dy * xhat`` into an
-   f32 tile in registers, whose column sums become row ``g`` of ``dw_partial``.
-   ``GROUPS`` is the caller's (the buffer's rows; ``partial_rows`` gives two
-   blocks an SM), not ``M / ROWS`` as in tutorial 05, so ``ROWS`` is left to the
-   tuner like every other tile name, and the partial sums are as few rows as the
-   grid has blocks.  The rows a block adds up depend on ``CHUNK``, never on
-   ``ROWS`` (which divides it): the tuner compares every output of the variants,
-   ``dw_partial`` too, and a grid-stride loop of ``ROWS`` rows would give each
-   ``ROWS`` other partial sums (all right, since their total is the same), which
-   it would take for variants that disagree.  This kernel holds a row in one
-   tile: a narrower ``BLOCK_N`` leaves columns of ``dx`` unwritten, which the
-   tuner sees and rejects, and rows wider than the widest tile (``MAX_TILE``)
-   are refused by ``backward``.
-2. ``rms_norm_backward_dw_*``: each block sums a band of columns of
-   ``dw_partial`` over the ``GROUPS`` rows, in f32, and rounds once to ``w``'s
-   type.
+1. A row one tile holds (``N <= MAX_TILE``, 16384): ``rms_norm_backward_*``
+   runs ``GROUPS`` blocks.  Block ``g`` takes the chunks of ``CHUNK`` (16) rows
+   from row ``g * CHUNK``, ``GROUPS * CHUNK`` rows apart (a grid-stride loop,
+   which the static race check proves race-free), ``ROWS`` rows at a time; it
+   reads each row once, writes its ``dx`` and adds its ``dy * xhat`` into an f32
+   tile in registers, whose column sums become row ``g`` of ``dw_partial``.
+   ``GROUPS`` is not ``M / ROWS`` as in tutorial 05, so ``ROWS`` is left to the
+   tuner, and the partial sums are as few rows as the grid has blocks.  The rows
+   a block adds up depend on ``CHUNK``, never on ``ROWS`` (which divides it):
+   the tuner compares every output of the variants, ``dw_partial`` too, and a
+   grid-stride loop of ``ROWS`` rows would give each ``ROWS`` other partial sums
+   (all right, since their total is the same), which it would take for variants
+   that disagree.  This kernel is right only with a tile that holds the row (a
+   narrower ``BLOCK_N`` leaves columns of ``dx`` unwritten), so ``backward``
+   fixes ``BLOCK_N`` to the narrowest tile of the space that does, as tutorial
+   02's ``run_softmax`` does, and the tuner chooses ``ROWS`` only: it never
+   sees a variant that cannot be right.
+2. A wider row (or a ``BLOCK_N`` given narrower than the row) cannot be held
+   in registers, and neither can a block's partial sums of every column of it.
+   ``rms_norm_backward_c_*`` computes each row's ``c`` first, ``ROWS`` rows a
+   block, ``BLOCK_N`` columns at a time, into an f32 ``[M]`` buffer ``backward``
+   allocates.  Then ``rms_norm_backward_chunked_*`` runs a ``(GROUPS, bands)``
+   grid: block ``(g, b)`` takes band ``b`` of ``BLOCK_N`` columns of the rows
+   block ``g`` of the first path takes, writes their ``dx`` from ``c`` and holds
+   the band's partial sums of ``dw`` in registers, which become that band of
+   row ``g`` of ``dw_partial``.  No block reads what another wrote in the same
+   launch (each kernel's inputs were written by the one before), and every
+   variant of both spaces is right for every ``N``.  It reads ``x`` and ``dy``
+   twice: about ``5 * M * N`` elements move where the first path moves
+   ``3 * M * N`` (plus ``2 * GROUPS * N`` f32 partial sums on either path).
+3. ``rms_norm_backward_dw_*``, after either: each block sums a band of columns
+   of ``dw_partial`` over the ``GROUPS`` rows, in f32, and rounds once to
+   ``w``'s type.
 
-The wrappers ``forward`` and ``backward`` launch the kernels with
-``kernel[grid](...)`` and fix no compile-time name, so a GPU launch tunes
-``ROWS`` and ``BLOCK_N`` (and the second kernel's ``BLOCK_G`` and ``BLOCK_N``)
-at its first call for a shape; a launch on numpy arrays runs the interpreter
-with each space's first values (``ROWS=1``, ``BLOCK_N=16384``: one tile holds
-every row up to 16384 columns).
+``backward_launches`` lists the kernels ``backward`` launches for given arrays,
+with the names it fixes.  The wrappers launch the kernels with
+``kernel[grid](...)``, so a GPU launch tunes every name they leave free at its
+first call for a shape; a launch on numpy arrays runs the interpreter with
+those names at each space's first values (the forward's ``ROWS=1``,
+``BLOCK_N=16384``).
 
 A tuning result serves every later launch with the same key, and the default
-key rounds ``N`` up to a power of two: a backward tuned at ``N = 3000`` may
-choose ``BLOCK_N = 3072``, which at ``N = 4096`` would leave columns unwritten.
-So the row kernels' key (``row_tile_key``) holds the narrowest tile that covers
-the row instead: launches share a result only when the same tiles hold their
-rows.
+key rounds ``N`` up to a power of two: a forward tuned at ``N = 3000`` may
+choose ``BLOCK_N = 3072``, which at ``N = 4096`` would read each row twice (and
+the one-tile backward, tuned with ``BLOCK_N`` free, would leave columns
+unwritten).  So the one-tile kernels' key (``row_tile_key``) holds the narrowest
+tile that covers the row instead: launches share a result only when the same
+tiles hold their rows.  The wide kernels, right at every width, keep the
+default key.
 
 Run it: ``python docs/tutorials/07_rms_norm.py``.  It checks the kernels in the
 CPU interpreter against numpy (f16 and bf16; bf16 numpy arrays need
@@ -78,7 +96,7 @@ import phobos.lang as ph
 
 # Tutorial 07: RMS norm, y = x * rstd * w with rstd = 1 / sqrt(mean(x * x) + eps), forward and
 # backward, for f16 and bf16 rows (a kernel per element type; the fns hold the arithmetic).
-# The backward's first kernel gives each block chunks of CHUNK rows, a grid's worth apart.
+# The backward's row kernels give each block chunks of CHUNK rows, a grid's worth apart.
 CHUNK: ph.const = 16
 
 
@@ -88,12 +106,16 @@ def inverse_rms(squares: ph.f32, n: ph.f32, eps: ph.f32) -> ph.f32:
     return ph.rsqrt(squares / n + eps)
 
 
-# dx of ROWS whole rows: with xhat = x * rstd and wdy = w * dy,
-# dx = (wdy - xhat * mean(xhat * wdy)) * rstd.
+# dx from xhat = x * rstd, wdy = w * dy, the row's c = mean(xhat * wdy) and rstd.
+@ph.func
+def row_gradient(xhat: ph.f32, wdy: ph.f32, c: ph.f32, inv: ph.f32) -> ph.f32:
+    return (wdy - xhat * c) * inv
+
+
+# dx of ROWS whole rows, each held in one tile: c from the row's own sum.
 @ph.func
 def input_gradient(xhat: ph.f32, wdy: ph.f32, inv: ph.f32, n: ph.f32) -> ph.f32:
-    c: ph.let = ph.sum(xhat * wdy, axis=1)[:, None] / n
-    return (wdy - xhat * c) * inv
+    return row_gradient(xhat, wdy, ph.sum(xhat * wdy, axis=1)[:, None] / n, inv)
 
 
 # Forward: ROWS rows a block. A row that fits one BLOCK_N tile is read once and held in
@@ -166,7 +188,9 @@ def rms_norm_forward_bf16(
 # Backward, first kernel: block g takes the chunks of CHUNK rows from g * CHUNK, a grid's worth
 # apart, ROWS rows at a time (so which rows it adds up does not depend on ROWS), each row in one
 # BLOCK_N tile. It writes their dx and adds their dy * xhat into a [ROWS, BLOCK_N] f32 tile,
-# whose column sums become row g of dw_partial.
+# whose column sums become row g of dw_partial. Right only where the tile holds the row
+# (N <= BLOCK_N): the wrapper fixes BLOCK_N to the narrowest tile that does, and rows wider
+# than every tile take the wide backward below (rms_norm_backward_c_*, then _chunked_*).
 @ph.kernel
 @ph.autotune(
     ROWS={1, 2, 4, 8},
@@ -222,8 +246,109 @@ def rms_norm_backward_bf16(
     dw_partial[group, 0:+BLOCK_N] = ph.sum(dw_sum, axis=0)
 
 
-# Backward, second kernel: each block sums BLOCK_N columns of dw_partial over all GROUPS
-# rows, BLOCK_G rows at a time, in f32, and rounds the sum once to w's type.
+# Backward for rows wider than one tile, first kernel: each row's c = mean(xhat * wdy), ROWS
+# rows a block, BLOCK_N columns at a time (sum(xhat * wdy) is rstd times sum(x * wdy)).
+@ph.kernel
+@ph.autotune(ROWS={2, 1, 4}, BLOCK_N={1024, 256, 512, 2048, 4096})
+def rms_norm_backward_c_f16(
+    dy: ph.tensor[ph.f16][M, N],
+    x: ph.tensor[ph.f16][M, N],
+    w: ph.tensor[ph.f16][N],
+    rstd: ph.tensor[ph.f32][M],
+    c: ph.tensor[ph.f32][M],
+):
+    first: ph.let = ph.ctx.block.x * ROWS
+    dots: ph.var = ph.zeros[ph.f32][ROWS, BLOCK_N]
+    for start in range(0, N, BLOCK_N):
+        wdy: ph.let = ph.f32(dy[first:+ROWS, start:+BLOCK_N]) * ph.f32(w[start:+BLOCK_N])
+        dots += ph.fill(ph.f32(x[first:+ROWS, start:+BLOCK_N]) * wdy, 0.0)
+    c[first:+ROWS] = ph.sum(dots, axis=1) * rstd[first:+ROWS] / ph.f32(N)
+
+
+# The wide backward's second kernel: dx, and dw's partial sums, in bands of BLOCK_N columns.
+# Block (g, b) takes bands b, b + ctx.grid.y, ...; for each it takes the rows block g of the
+# one-tile kernel takes, ROWS at a time, and adds their dy * xhat into a [ROWS, BLOCK_N] f32
+# tile, whose column sums become that band of row g of dw_partial: a block holds one band's
+# partial sums at a time, however wide the row.
+@ph.kernel
+@ph.autotune(ROWS={1, 2, 4}, BLOCK_N={1024, 256, 512, 2048, 4096})
+def rms_norm_backward_chunked_f16(
+    dy: ph.tensor[ph.f16][M, N],
+    x: ph.tensor[ph.f16][M, N],
+    w: ph.tensor[ph.f16][N],
+    rstd: ph.tensor[ph.f32][M],
+    c: ph.tensor[ph.f32][M],
+    dx: ph.tensor[ph.f16][M, N],
+    dw_partial: ph.tensor[ph.f32][GROUPS, N],
+):
+    group: ph.let = ph.ctx.block.x
+    for start in range(ph.ctx.block.y * BLOCK_N, N, ph.ctx.grid.y * BLOCK_N):
+        weight: ph.let = ph.f32(w[start:+BLOCK_N])
+        dw_sum: ph.var = ph.zeros[ph.f32][ROWS, BLOCK_N]
+        for chunk in range(group * CHUNK, M, ph.ctx.grid.x * CHUNK):
+            for i in range(0, CHUNK, ROWS):
+                first: ph.let = chunk + i
+                inv: ph.let = rstd[first:+ROWS][:, None]
+                xhat: ph.let = ph.f32(x[first:+ROWS, start:+BLOCK_N]) * inv
+                grad: ph.let = ph.f32(dy[first:+ROWS, start:+BLOCK_N])
+                dw_sum += ph.fill(grad * xhat, 0.0)
+                wdy: ph.let = grad * weight
+                dx[first:+ROWS, start:+BLOCK_N] = ph.f16(
+                    row_gradient(xhat, wdy, c[first:+ROWS][:, None], inv)
+                )
+        dw_partial[group, start:+BLOCK_N] = ph.sum(dw_sum, axis=0)
+
+
+# The wide backward's first kernel for bf16 rows.
+@ph.kernel
+@ph.autotune(ROWS={2, 1, 4}, BLOCK_N={1024, 256, 512, 2048, 4096})
+def rms_norm_backward_c_bf16(
+    dy: ph.tensor[ph.bf16][M, N],
+    x: ph.tensor[ph.bf16][M, N],
+    w: ph.tensor[ph.bf16][N],
+    rstd: ph.tensor[ph.f32][M],
+    c: ph.tensor[ph.f32][M],
+):
+    first: ph.let = ph.ctx.block.x * ROWS
+    dots: ph.var = ph.zeros[ph.f32][ROWS, BLOCK_N]
+    for start in range(0, N, BLOCK_N):
+        wdy: ph.let = ph.f32(dy[first:+ROWS, start:+BLOCK_N]) * ph.f32(w[start:+BLOCK_N])
+        dots += ph.fill(ph.f32(x[first:+ROWS, start:+BLOCK_N]) * wdy, 0.0)
+    c[first:+ROWS] = ph.sum(dots, axis=1) * rstd[first:+ROWS] / ph.f32(N)
+
+
+# The wide backward's second kernel for bf16 rows.
+@ph.kernel
+@ph.autotune(ROWS={1, 2, 4}, BLOCK_N={1024, 256, 512, 2048, 4096})
+def rms_norm_backward_chunked_bf16(
+    dy: ph.tensor[ph.bf16][M, N],
+    x: ph.tensor[ph.bf16][M, N],
+    w: ph.tensor[ph.bf16][N],
+    rstd: ph.tensor[ph.f32][M],
+    c: ph.tensor[ph.f32][M],
+    dx: ph.tensor[ph.bf16][M, N],
+    dw_partial: ph.tensor[ph.f32][GROUPS, N],
+):
+    group: ph.let = ph.ctx.block.x
+    for start in range(ph.ctx.block.y * BLOCK_N, N, ph.ctx.grid.y * BLOCK_N):
+        weight: ph.let = ph.f32(w[start:+BLOCK_N])
+        dw_sum: ph.var = ph.zeros[ph.f32][ROWS, BLOCK_N]
+        for chunk in range(group * CHUNK, M, ph.ctx.grid.x * CHUNK):
+            for i in range(0, CHUNK, ROWS):
+                first: ph.let = chunk + i
+                inv: ph.let = rstd[first:+ROWS][:, None]
+                xhat: ph.let = ph.f32(x[first:+ROWS, start:+BLOCK_N]) * inv
+                grad: ph.let = ph.f32(dy[first:+ROWS, start:+BLOCK_N])
+                dw_sum += ph.fill(grad * xhat, 0.0)
+                wdy: ph.let = grad * weight
+                dx[first:+ROWS, start:+BLOCK_N] = ph.bf16(
+                    row_gradient(xhat, wdy, c[first:+ROWS][:, None], inv)
+                )
+        dw_partial[group, start:+BLOCK_N] = ph.sum(dw_sum, axis=0)
+
+
+# Backward, last kernel (after either path): each block sums BLOCK_N columns of dw_partial
+# over all GROUPS rows, BLOCK_G rows at a time, in f32, and rounds the sum once to w's type.
 @ph.kernel
 @ph.autotune(BLOCK_G={32, 16, 64}, BLOCK_N={64, 32, 128, 256})
 def rms_norm_backward_dw_f16(dw_partial: ph.tensor[ph.f32][GROUPS, N], dw: ph.tensor[ph.f16][N]):
@@ -234,7 +359,7 @@ def rms_norm_backward_dw_f16(dw_partial: ph.tensor[ph.f32][GROUPS, N], dw: ph.te
     dw[start:+BLOCK_N] = ph.f16(ph.sum(dw_sum, axis=0))
 
 
-# The backward's second kernel for bf16 weights.
+# The backward's last kernel for bf16 weights.
 @ph.kernel
 @ph.autotune(BLOCK_G={32, 16, 64}, BLOCK_N={64, 32, 128, 256})
 def rms_norm_backward_dw_bf16(dw_partial: ph.tensor[ph.f32][GROUPS, N], dw: ph.tensor[ph.bf16][N]):
@@ -247,9 +372,12 @@ def rms_norm_backward_dw_bf16(dw_partial: ph.tensor[ph.f32][GROUPS, N], dw: ph.t
 
 FORWARD = {"f16": rms_norm_forward_f16, "bf16": rms_norm_forward_bf16}
 BACKWARD = {"f16": rms_norm_backward_f16, "bf16": rms_norm_backward_bf16}
+BACKWARD_C = {"f16": rms_norm_backward_c_f16, "bf16": rms_norm_backward_c_bf16}
+BACKWARD_CHUNKED = {"f16": rms_norm_backward_chunked_f16, "bf16": rms_norm_backward_chunked_bf16}
 BACKWARD_DW = {"f16": rms_norm_backward_dw_f16, "bf16": rms_norm_backward_dw_bf16}
 
-# The widest row the backward's first kernel holds in one tile (the top of BLOCK_N's range).
+# The widest row the one-tile backward holds (the top of BLOCK_N's range); wider rows take
+# the wide backward.
 MAX_TILE = 16384
 
 
@@ -257,21 +385,29 @@ def power_of_two_above(n: int) -> int:
     return 1 << max(0, n - 1).bit_length()
 
 
-def row_tile_key(extents: dict, dtypes: dict) -> dict:
-    """The shape part of the row kernels' tuning key: the narrowest tile of the space that
-    holds a row, where the default key has N rounded up to a power of two.
+def covering_tile(n: int) -> int | None:
+    """The narrowest BLOCK_N of the row kernels' space that holds a row of n columns (3000
+    columns take the 3072-wide tile), or None when the row is wider than every tile."""
+    tiles = rms_norm_backward_f16.space.choices["BLOCK_N"]
+    return min((t for t in tiles if t >= n), default=None)
 
-    A choice serves every launch with its key, and the backward is right only with a
-    tile that holds the row: tuned at N=3000 it may take BLOCK_N=3072, which would leave
-    columns unwritten at N=4096, the same power of two.  So rows share a result only when
-    the same tiles hold them (N=2049 to 3072 take one, 3073 to 4096 the next); wider rows
-    (the forward's chunks) key on N's power of two.  M and GROUPS round up to one as the
+
+def row_tile_key(extents: dict, dtypes: dict) -> dict:
+    """The shape part of the one-tile kernels' tuning key: the narrowest tile of the space
+    that holds a row, where the default key has N rounded up to a power of two.
+
+    A choice serves every launch with its key.  The forward tuned at N=3000 may take
+    BLOCK_N=3072, which at N=4096 (the same power of two) would read each row twice in
+    chunks; the one-tile backward, when a caller leaves BLOCK_N to the tuner, would leave
+    columns unwritten there.  So rows share a result only when the same tiles hold them
+    (N=2049 to 3072 take one, 3073 to 4096 the next); wider rows key on N's power of two.
+    ``backward`` fixes BLOCK_N, which the key holds too.  M and GROUPS round up as the
     default key rounds them.  The dtypes are the kernel's own (one kernel per type).
     """
     n = extents["N"]
-    tiles = [t for t in sorted(rms_norm_forward_f16.space.choices["BLOCK_N"]) if t >= n]
+    tile = covering_tile(n)
     key = {k: power_of_two_above(v) for k, v in extents.items() if k != "N"}
-    return {**key, "row_tile": tiles[0]} if tiles else {**key, "N": power_of_two_above(n)}
+    return {**key, "N": power_of_two_above(n)} if tile is None else {**key, "row_tile": tile}
 
 
 for _kernel in (*FORWARD.values(), *BACKWARD.values()):
@@ -288,17 +424,23 @@ def element_type(array) -> str:
 
 
 def row_blocks(meta) -> tuple[int]:
-    """The forward's grid: one block per ROWS rows, rounding up."""
+    """The forward's grid, and the wide backward's first: one block per ROWS rows."""
     return (-(-meta["M"] // meta["ROWS"]),)
 
 
 def partial_blocks(meta) -> tuple[int]:
-    """The backward's first grid: one block per row of dw_partial."""
+    """The one-tile backward's grid: one block per row of dw_partial."""
     return (meta["GROUPS"],)
 
 
+def band_blocks(meta) -> tuple[int, int]:
+    """The wide backward's second grid: one block per row of dw_partial and band of BLOCK_N
+    columns, so a few rows (M small) still give the GPU many blocks."""
+    return (meta["GROUPS"], -(-meta["N"] // meta["BLOCK_N"]))
+
+
 def column_blocks(meta) -> tuple[int]:
-    """The backward's second grid: one block per BLOCK_N columns."""
+    """The backward's last grid: one block per BLOCK_N columns."""
     return (-(-meta["N"] // meta["BLOCK_N"]),)
 
 
@@ -323,22 +465,60 @@ def partial_rows(x) -> int:
     return max(1, min(blocks, x.shape[0]))
 
 
-def backward(dy, x, w, rstd, dx, dw, dw_partial, dw_names: dict | None = None, **launch) -> None:
-    """``dx`` and ``dw`` from ``dy``, with ``rstd`` from ``forward``.
+def row_buffer(x):
+    """An f32 buffer of one value per row of ``x``, where ``x`` is (numpy, or torch on its
+    device): the wide backward's ``c``."""
+    if isinstance(x, np.ndarray):
+        return np.empty(x.shape[0], np.float32)
+    import torch
 
-    ``dw_partial`` is an f32 ``[GROUPS, N]`` buffer (``GROUPS = partial_rows(x)``, say):
-    the first kernel runs one block per row of it, and each block writes its row, so it
-    needs no initial value.  Compile-time names in ``launch`` (``ROWS=4``) fix the first
-    kernel's, ``dw_names`` (``{"BLOCK_G": 16}``) the second's; the tuner chooses the rest.
-    Launch options (``race_check=True``, ``stream=``) go to both.
+    return torch.empty(x.shape[0], dtype=torch.float32, device=x.device)
+
+
+def backward_launches(
+    dy, x, w, rstd, dx, dw, dw_partial, dw_names: dict | None = None, **launch
+) -> list[tuple]:
+    """The kernels ``backward`` launches for these arrays, in order, each as ``(kernel,
+    grid, args, names)``: the compile-time names it fixes, and launch options.
+
+    A row one tile holds takes ``rms_norm_backward_*`` with ``BLOCK_N`` fixed to the
+    narrowest tile that holds it (that kernel is wrong with a narrower one, so the tuner
+    only chooses ``ROWS``).  A wider row, or a ``BLOCK_N`` given narrower than the row,
+    takes the wide backward: ``rms_norm_backward_c_*`` (each row's c, into an f32 buffer
+    allocated here), then ``rms_norm_backward_chunked_*``; every variant of both is right
+    for every width.  Either path ends with ``rms_norm_backward_dw_*``.
     """
-    n = x.shape[1]
-    if n > MAX_TILE:
-        raise ValueError(f"the backward holds a row in one tile: {n} columns > {MAX_TILE}")
     kind = element_type(x)
+    n = x.shape[1]
     options = {k: v for k, v in launch.items() if not k.isupper()}
-    BACKWARD[kind][partial_blocks](dy, x, w, rstd, dx, dw_partial, **launch)
-    BACKWARD_DW[kind][column_blocks](dw_partial, dw, **options, **(dw_names or {}))
+    tile = launch.pop("BLOCK_N", covering_tile(n))
+    last = (BACKWARD_DW[kind], column_blocks, (dw_partial, dw), {**options, **(dw_names or {})})
+    if tile is not None and tile >= n:
+        names = {**launch, "BLOCK_N": tile}
+        return [(BACKWARD[kind], partial_blocks, (dy, x, w, rstd, dx, dw_partial), names), last]
+    names = launch if tile is None else {**launch, "BLOCK_N": tile}
+    c = row_buffer(x)
+    return [
+        (BACKWARD_C[kind], row_blocks, (dy, x, w, rstd, c), names),
+        (BACKWARD_CHUNKED[kind], band_blocks, (dy, x, w, rstd, c, dx, dw_partial), names),
+        last,
+    ]
+
+
+def backward(dy, x, w, rstd, dx, dw, dw_partial, dw_names: dict | None = None, **launch) -> None:
+    """``dx`` and ``dw`` from ``dy``, with ``rstd`` from ``forward``, for rows of any width
+    (the kernels: ``backward_launches``).
+
+    ``dw_partial`` is an f32 ``[GROUPS, N]`` buffer (``GROUPS = partial_rows(x)``, say);
+    each row of it is written before it is read, so it needs no initial value.
+    Compile-time names in ``launch`` (``ROWS=4``) fix the row kernels' (both of the wide
+    path's), ``dw_names`` (``{"BLOCK_G": 16}``) the last kernel's; the tuner chooses the
+    rest.  Launch options (``race_check=True``, ``stream=``) go to every kernel.
+    """
+    for kernel, grid, args, names in backward_launches(
+        dy, x, w, rstd, dx, dw, dw_partial, dw_names, **launch
+    ):
+        kernel[grid](*args, **names)
 
 
 def reference(x, w, dy, eps: float = 1e-6) -> dict[str, np.ndarray]:
@@ -592,7 +772,7 @@ def phobos_buffers(x) -> dict:
     }
 
 
-def check_and_time_on_gpu(m: int = 4096, sizes=(1024, 4096, 8192)) -> None:
+def check_and_time_on_gpu(m: int = 4096, sizes=(1024, 4096, 8192, 32768)) -> None:
     """Check against torch in float64, then time Phobos, Triton and torch (median, L2 flushed)."""
     import torch
     from triton.testing import do_bench
@@ -652,6 +832,7 @@ def main() -> None:
     check_on_cpu()
     check_on_cpu(m=9, n=3000, kinds=("bf16",))
     check_on_cpu(m=5, n=300, forward_names={"ROWS": 2, "BLOCK_N": 128})  # forward in chunks
+    check_on_cpu(m=3, n=20000, kinds=("bf16",))  # wider than every tile: the wide backward
     try:
         import torch
 

@@ -1,19 +1,26 @@
 """Tutorial 07's RMS norm on the GPU against torch in float64, f16 and bf16, through the
-tutorial's wrappers (``kernel[grid](...)`` with the tuner choosing every tile name) and at
-fixed variants of both forward paths; every output NaN-poisoned before the launch."""
+tutorial's wrappers (``kernel[grid](...)`` with the tuner choosing every name the wrapper
+leaves to it) and at fixed variants of both paths of the forward and of the backward (one
+tile, and the wide kernels); every output NaN-poisoned before the launch."""
 
 from __future__ import annotations
 
 import pytest
 
+from phobos.autotune import WRONG
 from tests.test_tutorials import load
 
 pytestmark = pytest.mark.gpu
 
 tutorial = load("07_rms_norm.py")
 EPS = 1e-6
-# (M, N): widths no tile divides, one column band, the widest one-tile row, a row in chunks.
-SIZES = [(37, 300), (4096, 3000), (1000, 128), (513, 768), (300, 16384), (64, 32768)]
+# (M, N): widths no tile divides, one column band, the widest one-tile row, then rows wider
+# than every tile (the forward's chunks, the wide backward): one column past it, a width no
+# tile divides, a few rows (most groups idle), and the benchmark's widest.
+SIZES = [
+    (37, 300), (4096, 3000), (1000, 128), (513, 768), (300, 16384),
+    (300, 16385), (513, 20000), (7, 40000), (64, 32768), (4096, 32768),
+]  # fmt: skip
 
 
 def torch_dtype(kind: str):
@@ -48,15 +55,23 @@ def test_forward_and_backward_tuned_match_torch_in_float64(kind, m, n):
     assert_close(out, want, kind, ("y", "rstd"))
     report = tutorial.FORWARD[kind].tuning_report()
     assert report is not None and report.choice, "the forward was not tuned"
-    if n > tutorial.MAX_TILE:
-        with pytest.raises(ValueError, match="one tile"):
-            tutorial.backward(dy, x, w, out["rstd"], out["dx"], out["dw"], out["dw_partial"])
-        return
+    launches = tutorial.backward_launches(
+        dy, x, w, out["rstd"], out["dx"], out["dw"], out["dw_partial"]
+    )
     tutorial.backward(dy, x, w, out["rstd"], out["dx"], out["dw"], out["dw_partial"])
     torch.cuda.synchronize()
     assert_close(out, want, kind, ("dx", "dw"))
-    choice = tutorial.BACKWARD[kind].tuning_report().choice
-    assert choice["BLOCK_N"] >= n  # a narrower tile leaves dx unwritten: the tuner knows
+    for kernel, *_ in launches:  # the tuner saw no variant that cannot be right
+        report = kernel.tuning_report()
+        assert report is not None and report.choice, f"{kernel.name} was not tuned"
+        assert all(v.status != WRONG for v in report.variants), str(report)
+    if n <= tutorial.MAX_TILE:
+        assert launches[0][3]["BLOCK_N"] == tutorial.covering_tile(n)
+    else:
+        assert [k.name for k, *_ in launches[:2]] == [
+            f"rms_norm_backward_c_{kind}",
+            f"rms_norm_backward_chunked_{kind}",
+        ]
 
 
 @pytest.mark.parametrize("kind", ["f16", "bf16"])
@@ -88,6 +103,31 @@ def test_fixed_backward_variants_match_torch(kind, rows, groups):
     tutorial.backward(
         dy, x, w, out["rstd"], out["dx"], out["dw"], out["dw_partial"],
         dw_names={"BLOCK_G": 16, "BLOCK_N": 128}, ROWS=rows, BLOCK_N=3072,
+    )  # fmt: skip
+    assert_close(out, want, kind, ("dx", "dw"))
+    partial_total = out["dw_partial"].double().sum(dim=0)
+    assert tutorial.relative_error(partial_total, want["dw"]) < 1e-5  # f32 partial sums
+
+
+@pytest.mark.parametrize("kind", ["f16", "bf16"])
+@pytest.mark.parametrize(
+    "rows, block_n, n, groups",
+    [(1, 256, 3000, 264), (2, 1024, 3000, 7), (4, 4096, 20000, 264), (1, 2048, 16385, 1)],
+)
+def test_fixed_wide_backward_variants_match_torch(kind, rows, block_n, n, groups):
+    """The wide kernels at fixed variants (a BLOCK_N narrower than the row takes them), with
+    partial bands and chunks (M = 1000 rows: 62 chunks of 16 and one of 8)."""
+    import torch
+
+    m = 1000
+    x, w, dy = tutorial.gpu_inputs(m, n, torch_dtype(kind))
+    want = expected(x, w, dy)
+    out = tutorial.phobos_buffers(x)
+    out["dw_partial"] = torch.full((groups, n), float("nan"), device="cuda")
+    tutorial.forward(x, w, out["y"], out["rstd"], EPS)
+    tutorial.backward(
+        dy, x, w, out["rstd"], out["dx"], out["dw"], out["dw_partial"],
+        dw_names={"BLOCK_G": 16, "BLOCK_N": 128}, ROWS=rows, BLOCK_N=block_n,
     )  # fmt: skip
     assert_close(out, want, kind, ("dx", "dw"))
     partial_total = out["dw_partial"].double().sum(dim=0)

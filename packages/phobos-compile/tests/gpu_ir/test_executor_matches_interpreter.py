@@ -215,6 +215,38 @@ def rms_norm_backward(v, rng, dtype) -> Case:
     return args, (groups,)
 
 
+def rms_norm_backward_c(v, rng, dtype) -> Case:
+    # A full chunk and a partial one up to 2048 lanes, one partial chunk past.
+    block = v["BLOCK_N"]
+    m, n = rows_for(v["ROWS"]), (block if block <= 2048 else 0) + row_length(block)
+    args = [
+        normal(rng, (m, n), dtype),
+        normal(rng, (m, n), dtype),
+        normal(rng, n, dtype),
+        (1 + rng.random(m)).astype(np.float32),
+        poisoned(m, np.float32),
+    ]
+    return args, (cdiv(m, v["ROWS"]),)
+
+
+def rms_norm_backward_chunked(v, rng, dtype) -> Case:
+    # Up to 1024 lanes, 19 rows (a chunk of 16 and a partial one, in one group's grid-stride
+    # loop) in two bands, the second partial; wider tiles one partial band of 3 rows.
+    block = v["BLOCK_N"]
+    m = 19 if block <= 1024 else 3
+    n, groups = (block if block <= 1024 else 0) + row_length(block), 1
+    args = [
+        normal(rng, (m, n), dtype),
+        normal(rng, (m, n), dtype),
+        normal(rng, n, dtype),
+        (1 + rng.random(m)).astype(np.float32),
+        normal(rng, m, np.float32, scale=0.1),
+        poisoned((m, n), dtype),
+        poisoned((groups, n), np.float32),
+    ]
+    return args, (groups, cdiv(n, block))
+
+
 def rms_norm_backward_dw(v, rng, dtype) -> Case:
     groups, n = 37, 100
     return [normal(rng, (groups, n), np.float32), poisoned(n, dtype)], (cdiv(n, v["BLOCK_N"]),)
@@ -271,7 +303,7 @@ def attention_backward_dq(v, rng) -> Case:
 # Each kernel's inputs and grid, the grid as its tutorial's host wrapper launches it:
 # 01 cdiv(N, BLOCK); 02 cdiv(M, ROWS); 03 cdiv(M, BM) * cdiv(N, BN); 05 (M,), (groups,),
 # cdiv(N, BLOCK_N); 06 (cdiv(S, BLOCK_M or BLOCK_N), BH); 07 cdiv(M, ROWS), (GROUPS,),
-# cdiv(N, BLOCK_N).
+# (GROUPS, cdiv(N, BLOCK_N)), cdiv(N, BLOCK_N).
 GRIDS: dict[str, Callable[[dict[str, int], np.random.Generator], Case]] = {
     f.__name__: f
     for f in (
@@ -285,7 +317,13 @@ GRIDS: dict[str, Callable[[dict[str, int], np.random.Generator], Case]] = {
         layer_norm_backward_dwdb,
         *(
             _typed(case, suffix, dtype)
-            for case in (rms_norm_forward, rms_norm_backward, rms_norm_backward_dw)
+            for case in (
+                rms_norm_forward,
+                rms_norm_backward,
+                rms_norm_backward_c,
+                rms_norm_backward_chunked,
+                rms_norm_backward_dw,
+            )
             for suffix, dtype in (("f16", lambda: np.dtype(np.float16)), ("bf16", _bf16))
         ),
         matmul,

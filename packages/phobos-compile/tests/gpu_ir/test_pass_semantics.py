@@ -41,10 +41,13 @@ KERNELS = [  # (file, kernel, values, arch)
     ("layer_norm.ph", "layer_norm_backward_dx", {"ROWS": 4, "BLOCK_N": 128}, "sm_90a"),
     ("layer_norm.ph", "layer_norm_backward_dwdb", {"BLOCK_G": 16, "BLOCK_N": 32}, "sm_80"),
     # The forward's two paths under its `if` (chunks: N > BLOCK_N; one tile: N = 3071), and
-    # the backward's nested loops.
+    # the backward's nested loops; the wide backward's row sums, and its bands on a 2-D grid
+    # (each row's rstd and c converted to the tile's layout: rows on warps).
     ("rms_norm.ph", "rms_norm_forward_bf16", {"ROWS": 2, "BLOCK_N": 128}, "sm_90a"),
     ("rms_norm.ph", "rms_norm_forward_f16", {"ROWS": 1, "BLOCK_N": 4096}, "sm_80"),
     ("rms_norm.ph", "rms_norm_backward_f16", {"ROWS": 4, "BLOCK_N": 128}, "sm_80"),
+    ("rms_norm.ph", "rms_norm_backward_c_f16", {"ROWS": 4, "BLOCK_N": 256}, "sm_80"),
+    ("rms_norm.ph", "rms_norm_backward_chunked_bf16", {"ROWS": 2, "BLOCK_N": 256}, "sm_90a"),
     ("matmul.ph", "matmul", MATMUL, "sm_90a"),
     ("matmul.ph", "matmul", MATMUL, "sm_80"),
     ("attention.ph", "attention_forward", ATTENTION, "sm_90a"),
