@@ -23,7 +23,6 @@ from phobos.compile.gpu.passes.cta import choose_cta
 from phobos.compile.gpu.passes.interior import split_interior_copies
 from phobos.compile.gpu.passes.mma_waits import schedule_mma_waits
 from phobos.compile.gpu.passes.pipeline import pipeline_copies
-from phobos.compile.gpu.passes.prefetch_products import prefetch_products
 from phobos.compile.gpu.passes.reductions import expand_reductions
 from phobos.compile.gpu.passes.select_mma import select_mma
 from phobos.compile.gpu.passes.sink_loads import sink_loads
@@ -44,7 +43,6 @@ PASSES: tuple[tuple[str, Callable[[ir.Kernel], None], Stage], ...] = (
     ("select_mma", select_mma, Stage()),
     ("cleanup", eliminate_dead_code, Stage()),
     ("pipeline", pipeline_copies, Stage()),
-    ("prefetch_products", prefetch_products, Stage()),
     ("mma_waits", schedule_mma_waits, Stage()),
     ("assign_layouts", assign_layouts, _LAID_OUT),
     ("reductions", expand_reductions, Stage(layouts=True, reductions=True)),

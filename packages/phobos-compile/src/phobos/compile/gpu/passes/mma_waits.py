@@ -59,9 +59,7 @@ def schedule_mma_waits(kernel: ir.Kernel) -> None:
         _carry_products(kernel, outer, loop)
     for block in _blocks(kernel.body):
         _sink_waits(block)
-    _count_pending(
-        kernel.body, products={op.result for op in kernel.walk() if isinstance(op, ir.Wgmma)}
-    )
+    _count_pending(kernel.body)
 
 
 def _blocks(block: ir.Block):
@@ -172,18 +170,16 @@ def _may_pass(op: ir.Op, waited: ir.Value) -> bool:
     )
 
 
-def _count_pending(block: ir.Block, owner: ir.Op | None = None, *, products: set[ir.Value]) -> None:
+def _count_pending(block: ir.Block, owner: ir.Op | None = None) -> None:
     """Each wait's ``pending``: the products issued after the one it waits for and
     before it, in straight-line code (0 where a branch or an inner loop issues some in
     between); a wait for a product the loop carries counts the rest of the previous
-    iteration too, unless the loop starts with a product in flight
-    (``passes/prefetch_products.py``): its first iteration has no previous one, so only
-    the products of the iteration count.  A wait whose product an earlier wait of the block already
+    iteration too.  A wait whose product an earlier wait of the block already
     completed issues nothing: without a result it goes, with one it is ``drained``
     (ptxas serializes a pipeline whose waits leave more in flight than it follows)."""
     for op in block.ops:
         for region in op.regions:
-            _count_pending(region, op, products=products)
+            _count_pending(region, op)
     where = {v: i for i, op in enumerate(block.ops) if isinstance(op, ir.Wgmma) for v in op.results}
     final = block.ops[-1] if block.ops else None
     carried = isinstance(owner, ir.For) and isinstance(final, ir.Yield)
@@ -193,10 +189,7 @@ def _count_pending(block: ir.Block, owner: ir.Op | None = None, *, products: set
         if target in where and where[target] < w:
             return _products(block.ops[where[target] + 1 : w])
         if carried and target in block.args[1:]:
-            position = block.args.index(target) - 1
-            yielded = final.operands[position]  # type: ignore[union-attr]
-            if owner.inits[position] in products:  # type: ignore[union-attr]
-                return _products(block.ops[:w])
+            yielded = final.operands[block.args.index(target) - 1]  # type: ignore[union-attr]
             if yielded in where:
                 rest, before = _products(block.ops[where[yielded] + 1 :]), _products(block.ops[:w])
                 return None if rest is None or before is None else rest + before
