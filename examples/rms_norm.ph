@@ -71,7 +71,7 @@ kernel rms_norm_forward_bf16(x: tensor<bf16>[M, N], w: tensor<bf16>[N], y: tenso
 // apart, ROWS rows at a time (so which rows it adds up does not depend on ROWS), each row in one
 // BLOCK_N tile. It writes their dx and adds their dy * xhat into a [ROWS, BLOCK_N] f32 tile,
 // whose column sums become row g of dw_partial. Right only where the tile holds the row
-// (N <= BLOCK_N): the wrapper fixes BLOCK_N to the narrowest tile that does, and rows wider
+// (N <= BLOCK_N): the kernel requires it (one_tile_requirement), and rows wider
 // than every tile take the wide backward below (rms_norm_backward_c_*, then _chunked_*).
 @autotune(ROWS in {1, 2, 4, 8}, BLOCK_N in {16384, 128, 256, 512, 768, 1024, 2048, 3072, 4096, 8192, 12288})
 kernel rms_norm_backward_f16(dy: tensor<f16>[M, N], x: tensor<f16>[M, N], w: tensor<f16>[N], rstd: tensor<f32>[M], dx: tensor<f16>[M, N], dw_partial: tensor<f32>[GROUPS, N]) {

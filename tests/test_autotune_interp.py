@@ -229,6 +229,38 @@ def test_the_softmax_whose_default_leaves_half_of_each_row_unwritten_chooses_the
     np.testing.assert_allclose(out, softmax_reference(x), rtol=1e-5, atol=1e-7)
 
 
+def test_a_kernel_that_requires_its_tile_to_hold_the_row_has_the_narrower_ones_pruned():
+    """``@kernel.requires``: the softmax says a tile narrower than the row cannot be right,
+    so the tuner prunes those variants with its reason (they are never compiled or run)
+    instead of finding them wrong, and the requirement sees each launch's extents."""
+    x = np.random.default_rng(0).standard_normal((64, 2000), dtype=np.float32)
+    out = np.zeros_like(x)
+    fresh = ph.kernel(softmax.__wrapped__)
+    seen = []
+
+    @fresh.requires
+    def tile_holds_the_row(values, extents):
+        seen.append(dict(extents))
+        if values["BLOCK"] >= extents["N"]:
+            return None
+        return f"BLOCK={values['BLOCK']} is narrower than a row"
+
+    assert fresh.autotune(x, out, grid=rows_grid, options=FAST)["BLOCK"] == 2048
+    rows = {(v.values["ROWS"], v.values["BLOCK"]): v for v in fresh.tuning_report().variants}
+    for r in (4, 16):
+        for block in (256, 512, 1024):
+            assert rows[(r, block)].status == PRUNED
+            assert rows[(r, block)].detail == f"BLOCK={block} is narrower than a row"
+            assert rows[(r, block)].time_ms is None
+        assert rows[(r, 2048)].status == PASSED
+    assert {v.status for v in rows.values()} == {PASSED, PRUNED}
+    assert seen and all(e == {"M": 64, "N": 2000} for e in seen)
+    small = np.ones((8, 200), np.float32)
+    fresh.autotune(small, np.zeros_like(small), grid=rows_grid, options=FAST)
+    rows = {(v.values["ROWS"], v.values["BLOCK"]): v for v in fresh.tuning_report().variants}
+    assert {rows[(r, 256)].status for r in (4, 16)} == {PASSED}
+
+
 def test_without_a_reference_the_wrong_variant_that_leaves_elements_unwritten_is_rejected():
     """The default (BLOCK=128) is right; BLOCK=32 skips one element of each tile."""
     x, out = arrays(200)

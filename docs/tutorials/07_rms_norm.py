@@ -45,10 +45,11 @@ are two paths, and ``backward`` picks one from the width of a row:
    grid-stride loop of ``ROWS`` rows would give each ``ROWS`` other partial sums
    (all right, since their total is the same), which it would take for variants
    that disagree.  This kernel is right only with a tile that holds the row (a
-   narrower ``BLOCK_N`` leaves columns of ``dx`` unwritten), so ``backward``
-   fixes ``BLOCK_N`` to the narrowest tile of the space that does, as tutorial
-   02's ``run_softmax`` does, and the tuner chooses ``ROWS`` only: it never
-   sees a variant that cannot be right.
+   narrower ``BLOCK_N`` leaves columns of ``dx`` unwritten), and it says so:
+   ``kernel.requires(one_tile_requirement)`` names the variants that cannot be
+   right for a launch, which the tuner prunes before compiling them, so it
+   chooses ``ROWS`` and ``BLOCK_N`` among the tiles that hold the row (at
+   N = 768 both 768 and 1024; the power of two may be the faster).
 2. A wider row (or a ``BLOCK_N`` given narrower than the row) cannot be held
    in registers, and neither can a block's partial sums of every column of it.
    ``rms_norm_backward_c_*`` computes each row's ``c`` first, ``ROWS`` rows a
@@ -189,7 +190,7 @@ def rms_norm_forward_bf16(
 # apart, ROWS rows at a time (so which rows it adds up does not depend on ROWS), each row in one
 # BLOCK_N tile. It writes their dx and adds their dy * xhat into a [ROWS, BLOCK_N] f32 tile,
 # whose column sums become row g of dw_partial. Right only where the tile holds the row
-# (N <= BLOCK_N): the wrapper fixes BLOCK_N to the narrowest tile that does, and rows wider
+# (N <= BLOCK_N): the kernel requires it (one_tile_requirement), and rows wider
 # than every tile take the wide backward below (rms_norm_backward_c_*, then _chunked_*).
 @ph.kernel
 @ph.autotune(
@@ -401,7 +402,7 @@ def row_tile_key(extents: dict, dtypes: dict) -> dict:
     chunks; the one-tile backward, when a caller leaves BLOCK_N to the tuner, would leave
     columns unwritten there.  So rows share a result only when the same tiles hold them
     (N=2049 to 3072 take one, 3073 to 4096 the next); wider rows key on N's power of two.
-    ``backward`` fixes BLOCK_N, which the key holds too.  M and GROUPS round up as the
+    M and GROUPS round up as the
     default key rounds them.  The dtypes are the kernel's own (one kernel per type).
     """
     n = extents["N"]
@@ -412,6 +413,18 @@ def row_tile_key(extents: dict, dtypes: dict) -> dict:
 
 for _kernel in (*FORWARD.values(), *BACKWARD.values()):
     _kernel.tuning_key(row_tile_key)
+
+
+def one_tile_requirement(values: dict, extents: dict) -> str | None:
+    """Why a variant of the one-tile backward cannot be right: its tile is narrower than
+    the row (the columns past it would stay unwritten)."""
+    if values["BLOCK_N"] >= extents["N"]:
+        return None
+    return f"BLOCK_N={values['BLOCK_N']} is narrower than a row (N={extents['N']})"
+
+
+for _kernel in BACKWARD.values():
+    _kernel.requires(one_tile_requirement)
 
 
 def element_type(array) -> str:
@@ -481,20 +494,21 @@ def backward_launches(
     """The kernels ``backward`` launches for these arrays, in order, each as ``(kernel,
     grid, args, names)``: the compile-time names it fixes, and launch options.
 
-    A row one tile holds takes ``rms_norm_backward_*`` with ``BLOCK_N`` fixed to the
-    narrowest tile that holds it (that kernel is wrong with a narrower one, so the tuner
-    only chooses ``ROWS``).  A wider row, or a ``BLOCK_N`` given narrower than the row,
-    takes the wide backward: ``rms_norm_backward_c_*`` (each row's c, into an f32 buffer
+    A row one tile holds takes ``rms_norm_backward_*``, which is wrong with a narrower
+    tile: it says so (``one_tile_requirement``), so the tuner prunes those and chooses
+    ``ROWS`` and a ``BLOCK_N`` among the tiles that hold the row.  A wider row, or a
+    ``BLOCK_N`` given narrower than the row, takes the wide backward: ``rms_norm_backward_c_*`` (each row's c, into an f32 buffer
     allocated here), then ``rms_norm_backward_chunked_*``; every variant of both is right
     for every width.  Either path ends with ``rms_norm_backward_dw_*``.
     """
     kind = element_type(x)
     n = x.shape[1]
     options = {k: v for k, v in launch.items() if not k.isupper()}
-    tile = launch.pop("BLOCK_N", covering_tile(n))
+    given = launch.pop("BLOCK_N", None)
+    tile = covering_tile(n) if given is None else given
     last = (BACKWARD_DW[kind], column_blocks, (dw_partial, dw), {**options, **(dw_names or {})})
     if tile is not None and tile >= n:
-        names = {**launch, "BLOCK_N": tile}
+        names = launch if given is None else {**launch, "BLOCK_N": given}
         return [(BACKWARD[kind], partial_blocks, (dy, x, w, rstd, dx, dw_partial), names), last]
     names = launch if tile is None else {**launch, "BLOCK_N": tile}
     c = row_buffer(x)

@@ -17,7 +17,7 @@ from phobos.compile import PhobosError
 from phobos.lang.definition import Definition
 from phobos.lang.dispatch import Dispatcher, Launch
 from phobos.lang.errors import user_facing
-from phobos.lang.tuning import ShapeKey
+from phobos.lang.tuning import Requirement, ShapeKey
 from phobos.lang.variant import Grid, Lowered, Variant
 
 if TYPE_CHECKING:
@@ -127,6 +127,14 @@ class Kernel:
         """``@kernel.tuning_key``: ``fn(extents, dtypes)`` returns the shape part of the key
         (JSON data); launches with equal keys share one tuning result."""
         self.dispatcher.tuning.shape_key = fn
+        self.dispatcher.forget_choices()
+        return fn
+
+    def requires(self, fn: Requirement) -> Requirement:
+        """``@kernel.requires``: ``fn(values, extents)`` says why a variant (its compile-time
+        names) cannot be right for a launch's extents, or returns None; the tuner prunes such
+        variants with that reason, before compiling them, and never chooses one."""
+        self.dispatcher.tuning.requirement = fn
         self.dispatcher.forget_choices()
         return fn
 

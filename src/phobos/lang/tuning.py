@@ -51,6 +51,8 @@ HOST_ARCH = "cpu-interpreter"
 BUDGET_ENV = "PHOBOS_AUTOTUNE_BUDGET"  # seconds of timing for a launch that tunes
 
 ShapeKey = Callable[[dict[str, int], dict[str, str]], Any]  # returns JSON data
+# Why a variant (its compile-time names) cannot be right for a launch's extents, or None.
+Requirement = Callable[[Mapping[str, int], Mapping[str, int]], str | None]
 Load = Callable[[Variant, Specialization, int, "CachedKernel"], LoadedKernel]
 
 
@@ -61,6 +63,7 @@ class TuningState:
     reference: Callable[..., None] | None = None
     reference_digest: str | None = None
     shape_key: ShapeKey | None = None
+    requirement: Requirement | None = None
     by_launch: dict[tuple[object, ...], dict[str, int]] = field(default_factory=dict)
     by_key: dict[str, Report] = field(default_factory=dict)
     last: Report | None = None
@@ -243,6 +246,7 @@ class Tuning:
             reference=self.state.reference,
             extents=extents,
             exempt=frozenset({"NUM_THREADS", *fixed}),
+            requirement=self.state.requirement,
             describe=", ".join([*(f"{n}={v}" for n, v in extents.items()), arch]),
         )
 

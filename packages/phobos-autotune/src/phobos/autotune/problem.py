@@ -105,6 +105,8 @@ class Problem:
     extents: Mapping[str, int] = field(default_factory=dict)
     exempt: frozenset[str] = frozenset({"NUM_THREADS"})
     describe: str = ""
+    # Why a variant cannot be right for these extents (it is pruned, never compiled), or None.
+    requirement: Callable[[Values, Mapping[str, int]], str | None] | None = None
 
 
 @dataclass(frozen=True)

@@ -52,6 +52,11 @@ def search(problem: Problem, options: Options) -> Report:
     results = [VariantResult(v, PASSED) for v in variants]
     for index, why in oversized(variants, problem.extents, problem.exempt).items():
         _set(results[index], PRUNED, why)
+    if problem.requirement is not None:
+        for result in results:
+            why = problem.requirement(result.values, problem.extents)
+            if why is not None:
+                _set(result, PRUNED, why)
     todo = [i for i, r in enumerate(results) if r.status == PASSED]
     progress = Progress(f"tuning {problem.kernel}", 2 * len(todo), options.progress)
     reference_text = "none: no variant ran"
