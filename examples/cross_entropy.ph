@@ -1,49 +1,51 @@
 // Tutorial 08: softmax cross-entropy over a large vocabulary: the forward (each token's loss
 // and its row's log-sum-exp, one read of the logits), the backward (the gradient of the logits,
 // (softmax - onehot) * grad_loss / divisor, from the saved log-sum-exp) and both in one kernel
-// that writes the gradient over the logits. The row kernels compute in base 2, since exp2 is
-// the GPU's instruction and exp costs a range reduction more: exp(x) = exp2(x * LOG2E).
+// that writes the gradient over the logits. The row kernels take exp(d) as exp2(d * LOG2E):
+// exp2 is the GPU's instruction, exp costs a range reduction more. d is a difference of
+// logits, exact where it matters; scaling the logits themselves would round them.
 const LOG2E = 1.4426950408889634
-const LN2 = 0.6931471805599453
 // The running maximum starts here, not at -inf, so that x - peak is never -inf - -inf.
 const LOWEST = -3e+38
 // The lanes of the one-block kernels (counting labels, adding up losses).
 const SMALL_BLOCK = 4096
 
-// The natural log-sum-exp of a row from each lane's running maximum and sum (base 2).
-fn log_sum_exp(peak: f32, total: f32) -> f32 {
-    let top = max(peak)
-    return (top + log2(sum(total * exp2(peak - top)))) * LN2
+// log(sum(exp(x - top))) of a row, top its maximum, from each lane's running maximum and sum:
+// the lanes combined once. The row's lse is top plus it, and its loss top - x[label] plus it,
+// which keeps the loss exact where top is large.
+fn log_total(peak: f32, total: f32, top: f32) -> f32 {
+    return log(sum(total * exp2((peak - top) * LOG2E)))
 }
 
-// A chunk's gradient: (softmax - onehot) * scale, with softmax = exp2(x * LOG2E - lse2).
-fn gradient(x: f32, lse2: f32, hot: bool, scale: f32) -> f32 {
-    return (exp2(x * LOG2E - lse2) - where(hot, 1.0, 0.0)) * scale
+// A chunk's gradient: (softmax - onehot) * scale, with softmax = exp(x - lse).
+fn gradient(x: f32, lse: f32, hot: bool, scale: f32) -> f32 {
+    return (exp2((x - lse) * LOG2E) - where(hot, 1.0, 0.0)) * scale
 }
 
 // Forward: one row a block, BLOCK_V columns at a time. Each lane keeps the largest value it
-// has seen (peak) and the sum of exp2(x - peak) over its values (total): a value above peak
-// rescales the sum by exp2(peak - x) and adds 1, any other adds exp2(x - peak), and both are
-// exp2(-|x - peak|). The lanes are combined once, after the loop.
+// has seen (peak) and the sum of exp(x - peak) over its values (total): a value above peak
+// rescales the sum by exp(peak - x) and adds 1, any other adds exp(x - peak), and both are
+// exp(-|x - peak|). The lanes are combined once, after the loop.
 @autotune(BLOCK_V in {4096, 2048, 8192, 16384})
 kernel cross_entropy_forward(logits: tensor<f32>[T, V], labels: tensor<i64>[T], loss: tensor<f32>[T], lse: tensor<f32>[T], ignore_index: i64) {
     let row = ctx.block.x
     var peak = zeros<f32>[BLOCK_V] + LOWEST
     var total = zeros<f32>[BLOCK_V]
     for start in 0 .. V step BLOCK_V {
-        let x = fill(logits[row, start :+ BLOCK_V], -inf) * LOG2E
+        let x = fill(logits[row, start :+ BLOCK_V], -inf)
         let d = x - peak
-        let e = exp2(-abs(d))
+        let e = exp2(-abs(d) * LOG2E)
         total = where(d > 0.0, total * e + 1.0, total + e)
         peak = maximum(peak, x)
     }
-    let row_lse = log_sum_exp(peak, total)
-    lse[row] = row_lse
+    let top = max(peak)
+    let spread = log_total(peak, total, top)
+    lse[row] = top + spread
     let label = labels[row]
     if label == ignore_index {
         loss[row] = 0.0
     } else {
-        loss[row] = row_lse - logits[row, label]
+        loss[row] = top - logits[row, label] + spread
     }
 }
 
@@ -61,10 +63,10 @@ kernel cross_entropy_backward(logits: tensor<f32>[T, V], labels: tensor<i64>[T],
         }
     } else {
         let scale = grad_loss[row % G] / divisor[0]
-        let lse2 = lse[row] * LOG2E
+        let row_lse = lse[row]
         for start in 0 .. V step BLOCK_V {
             let hot = start + arange(BLOCK_V) == label
-            grad[row, start :+ BLOCK_V] = gradient(logits[row, start :+ BLOCK_V], lse2, hot, scale)
+            grad[row, start :+ BLOCK_V] = gradient(logits[row, start :+ BLOCK_V], row_lse, hot, scale)
         }
     }
 }
@@ -79,13 +81,15 @@ kernel cross_entropy_fused(logits: tensor<f32>[T, V], labels: tensor<i64>[T], lo
     var peak = zeros<f32>[BLOCK_V] + LOWEST
     var total = zeros<f32>[BLOCK_V]
     for start in 0 .. V step BLOCK_V {
-        let x = fill(logits[row, start :+ BLOCK_V], -inf) * LOG2E
+        let x = fill(logits[row, start :+ BLOCK_V], -inf)
         let d = x - peak
-        let e = exp2(-abs(d))
+        let e = exp2(-abs(d) * LOG2E)
         total = where(d > 0.0, total * e + 1.0, total + e)
         peak = maximum(peak, x)
     }
-    let row_lse = log_sum_exp(peak, total)
+    let top = max(peak)
+    let spread = log_total(peak, total, top)
+    let row_lse = top + spread
     lse[row] = row_lse
     let last = (V - 1) / BLOCK_V * BLOCK_V
     if label == ignore_index {
@@ -95,13 +99,12 @@ kernel cross_entropy_fused(logits: tensor<f32>[T, V], labels: tensor<i64>[T], lo
             logits[row, start :+ BLOCK_V] = zeros<f32>[BLOCK_V]
         }
     } else {
-        loss[row] = row_lse - logits[row, label]
+        loss[row] = top - logits[row, label] + spread
         let scale = grad_loss[row % G] / divisor[0]
-        let lse2 = row_lse * LOG2E
         for k in 0 .. V step BLOCK_V {
             let start = last - k
             let hot = start + arange(BLOCK_V) == label
-            logits[row, start :+ BLOCK_V] = gradient(logits[row, start :+ BLOCK_V], lse2, hot, scale)
+            logits[row, start :+ BLOCK_V] = gradient(logits[row, start :+ BLOCK_V], row_lse, hot, scale)
         }
     }
 }

@@ -18,28 +18,31 @@ their sum by the number of tokens not ignored, ``"sum"`` adds them up and
 
 A row of 131072 fp32 logits is 512 KB: far more than a block's registers, so
 every kernel walks its row in chunks of ``BLOCK_V`` columns, one row a block.
-The row kernels compute in base 2 (``exp(x) = exp2(x * log2(e))``), as
-FlashAttention does: ``exp2`` is the GPU's instruction, and the accurate ``exp``
-costs a range reduction more, four instructions a logit.
+The row kernels take ``exp(d)`` as ``exp2(d * log2(e))``, as FlashAttention
+does: ``exp2`` is the GPU's instruction, and the accurate ``exp`` costs a range
+reduction more, four instructions a logit.  ``d`` is always a difference of
+logits (``x - peak``, ``x - lse``), which is exact where it matters; scaling the
+logits themselves by ``log2(e)`` would round each by a part of its own size.
 
 ``cross_entropy_forward`` reads the logits **once**.  It keeps, for each lane of
-the chunk, a running maximum ``peak`` and the sum ``total`` of ``exp2(x - peak)``
+the chunk, a running maximum ``peak`` and the sum ``total`` of ``exp(x - peak)``
 over the values that lane has seen (an "online" log-sum-exp, lane by lane).  A
 new value ``x`` either raises the maximum, and then the sum so far is rescaled by
-``exp2(peak - x)`` and ``x`` adds 1, or it does not, and it adds ``exp2(x - peak)``;
-both are ``exp2(-|x - peak|)``, so each logit costs one ``exp2`` and the loop
+``exp(peak - x)`` and ``x`` adds 1, or it does not, and it adds ``exp(x - peak)``;
+both are ``exp(-|x - peak|)``, so each logit costs one ``exp2`` and the loop
 needs no reduction across the block (Triton's tutorials reduce each chunk to one
 maximum and one sum, two block-wide reductions a chunk): it only streams.  After
-the loop the lanes are combined once (``log_sum_exp``: ``max``, then ``sum``), and
-the block writes the row's ``lse`` (kept for the backward) and its loss, reading
-the label's logit as one element (``logits[row, label]``).  The last chunk's
+the loop the lanes are combined once (the row's maximum ``top``, then
+``log_total``, the log of the row's sum of ``exp(x - top)``), and the block writes
+the row's ``lse = top + log_total`` (kept for the backward) and its loss
+``(top - x[label]) + log_total``, reading the label's logit as one element
+(``logits[row, label]``).  The last chunk's
 columns past ``V`` are absent; ``fill`` gives them -inf, which changes neither
 ``peak`` nor ``total``.  ``peak`` starts at ``LOWEST`` (-3e38), not at -inf, so
 that ``x - peak`` is never ``-inf - -inf`` (NaN) for such a lane.
 
 ``cross_entropy_backward`` reads the logits again with the saved ``lse`` and
-writes ``grad = (exp2(x * log2(e) - lse * log2(e)) - (column == label)) *
-grad_loss / divisor``: one read and one write of the ``[T, V]`` matrix.  The
+writes ``grad = (exp(x - lse) - (column == label)) * grad_loss / divisor``: one read and one write of the ``[T, V]`` matrix.  The
 one-hot term compares each lane's column (``start + arange(BLOCK_V)``) with the
 label.  An ignored row reads nothing and writes zeros.  ``grad_loss`` is the
 upstream gradient, one value (``G = 1``: of the mean or the sum) or one a token
@@ -74,6 +77,14 @@ tuning key serves.  Labels are ``int64`` (torch's); a label outside ``[0, V)``
 that is not ``ignore_index`` is the caller's error (torch stops with a device
 assertion): its target logit reads as 0.
 
+What the saved ``lse`` costs: the backward takes ``exp(x - lse)`` from an f32
+``lse``, which is off by up to half its unit in the last place, ``|lse| * 2^-24``,
+and so is every gradient of the row, relatively.  For a language model's logits
+(tens) that is below 1e-6; a row of logits near 1e4 would keep three digits of its
+gradient (torch's log-softmax keeps ``x - max`` exact there).  The forward works on
+differences of logits (``x - peak``, ``top - x[label]``) and loses nothing at any
+size.
+
 Run it: ``python docs/tutorials/08_cross_entropy.py``.  It checks the kernels in
 the CPU interpreter against numpy in float64; with a GPU and torch it also checks
 them against torch in float64 and times Phobos, Triton and torch.
@@ -88,33 +99,34 @@ import phobos.lang as ph
 # Tutorial 08: softmax cross-entropy over a large vocabulary: the forward (each token's loss
 # and its row's log-sum-exp, one read of the logits), the backward (the gradient of the logits,
 # (softmax - onehot) * grad_loss / divisor, from the saved log-sum-exp) and both in one kernel
-# that writes the gradient over the logits. The row kernels compute in base 2, since exp2 is
-# the GPU's instruction and exp costs a range reduction more: exp(x) = exp2(x * LOG2E).
+# that writes the gradient over the logits. The row kernels take exp(d) as exp2(d * LOG2E):
+# exp2 is the GPU's instruction, exp costs a range reduction more. d is a difference of
+# logits, exact where it matters; scaling the logits themselves would round them.
 LOG2E: ph.const = 1.4426950408889634
-LN2: ph.const = 0.6931471805599453
 # The running maximum starts here, not at -inf, so that x - peak is never -inf - -inf.
 LOWEST: ph.const = -3.0e38
 # The lanes of the one-block kernels (counting labels, adding up losses).
 SMALL_BLOCK: ph.const = 4096
 
 
-# The natural log-sum-exp of a row from each lane's running maximum and sum (base 2).
+# log(sum(exp(x - top))) of a row, top its maximum, from each lane's running maximum and sum:
+# the lanes combined once. The row's lse is top plus it, and its loss top - x[label] plus it,
+# which keeps the loss exact where top is large.
 @ph.func
-def log_sum_exp(peak: ph.f32, total: ph.f32) -> ph.f32:
-    top: ph.let = ph.max(peak)
-    return (top + ph.log2(ph.sum(total * ph.exp2(peak - top)))) * LN2
+def log_total(peak: ph.f32, total: ph.f32, top: ph.f32) -> ph.f32:
+    return ph.log(ph.sum(total * ph.exp2((peak - top) * LOG2E)))
 
 
-# A chunk's gradient: (softmax - onehot) * scale, with softmax = exp2(x * LOG2E - lse2).
+# A chunk's gradient: (softmax - onehot) * scale, with softmax = exp(x - lse).
 @ph.func
-def gradient(x: ph.f32, lse2: ph.f32, hot: ph.bool, scale: ph.f32) -> ph.f32:
-    return (ph.exp2(x * LOG2E - lse2) - ph.where(hot, 1.0, 0.0)) * scale
+def gradient(x: ph.f32, lse: ph.f32, hot: ph.bool, scale: ph.f32) -> ph.f32:
+    return (ph.exp2((x - lse) * LOG2E) - ph.where(hot, 1.0, 0.0)) * scale
 
 
 # Forward: one row a block, BLOCK_V columns at a time. Each lane keeps the largest value it
-# has seen (peak) and the sum of exp2(x - peak) over its values (total): a value above peak
-# rescales the sum by exp2(peak - x) and adds 1, any other adds exp2(x - peak), and both are
-# exp2(-|x - peak|). The lanes are combined once, after the loop.
+# has seen (peak) and the sum of exp(x - peak) over its values (total): a value above peak
+# rescales the sum by exp(peak - x) and adds 1, any other adds exp(x - peak), and both are
+# exp(-|x - peak|). The lanes are combined once, after the loop.
 @ph.kernel
 @ph.autotune(BLOCK_V={4096, 2048, 8192, 16384})
 def cross_entropy_forward(
@@ -128,18 +140,19 @@ def cross_entropy_forward(
     peak: ph.var = ph.zeros[ph.f32][BLOCK_V] + LOWEST
     total: ph.var = ph.zeros[ph.f32][BLOCK_V]
     for start in range(0, V, BLOCK_V):
-        x: ph.let = ph.fill(logits[row, start:+BLOCK_V], -ph.inf) * LOG2E
+        x: ph.let = ph.fill(logits[row, start:+BLOCK_V], -ph.inf)
         d: ph.let = x - peak
-        e: ph.let = ph.exp2(-ph.abs(d))
+        e: ph.let = ph.exp2(-ph.abs(d) * LOG2E)
         total = ph.where(d > 0.0, total * e + 1.0, total + e)
         peak = ph.maximum(peak, x)
-    row_lse: ph.let = log_sum_exp(peak, total)
-    lse[row] = row_lse
+    top: ph.let = ph.max(peak)
+    spread: ph.let = log_total(peak, total, top)
+    lse[row] = top + spread
     label: ph.let = labels[row]
     if label == ignore_index:
         loss[row] = 0.0
     else:
-        loss[row] = row_lse - logits[row, label]
+        loss[row] = top - logits[row, label] + spread
 
 
 # Backward: grad = (softmax - onehot(label)) * grad_loss / divisor, one row a block;
@@ -164,10 +177,10 @@ def cross_entropy_backward(
             grad[row, start:+BLOCK_V] = ph.zeros[ph.f32][BLOCK_V]
     else:
         scale: ph.let = grad_loss[row % G] / divisor[0]
-        lse2: ph.let = lse[row] * LOG2E
+        row_lse: ph.let = lse[row]
         for start in range(0, V, BLOCK_V):
             hot: ph.let = start + ph.arange(BLOCK_V) == label
-            grad[row, start:+BLOCK_V] = gradient(logits[row, start:+BLOCK_V], lse2, hot, scale)
+            grad[row, start:+BLOCK_V] = gradient(logits[row, start:+BLOCK_V], row_lse, hot, scale)
 
 
 # Forward and backward in one kernel: the forward's pass over the row, then a second pass
@@ -189,12 +202,14 @@ def cross_entropy_fused(
     peak: ph.var = ph.zeros[ph.f32][BLOCK_V] + LOWEST
     total: ph.var = ph.zeros[ph.f32][BLOCK_V]
     for start in range(0, V, BLOCK_V):
-        x: ph.let = ph.fill(logits[row, start:+BLOCK_V], -ph.inf) * LOG2E
+        x: ph.let = ph.fill(logits[row, start:+BLOCK_V], -ph.inf)
         d: ph.let = x - peak
-        e: ph.let = ph.exp2(-ph.abs(d))
+        e: ph.let = ph.exp2(-ph.abs(d) * LOG2E)
         total = ph.where(d > 0.0, total * e + 1.0, total + e)
         peak = ph.maximum(peak, x)
-    row_lse: ph.let = log_sum_exp(peak, total)
+    top: ph.let = ph.max(peak)
+    spread: ph.let = log_total(peak, total, top)
+    row_lse: ph.let = top + spread
     lse[row] = row_lse
     last: ph.let = (V - 1) / BLOCK_V * BLOCK_V
     if label == ignore_index:
@@ -203,13 +218,12 @@ def cross_entropy_fused(
             start: ph.let = last - k
             logits[row, start:+BLOCK_V] = ph.zeros[ph.f32][BLOCK_V]
     else:
-        loss[row] = row_lse - logits[row, label]
+        loss[row] = top - logits[row, label] + spread
         scale: ph.let = grad_loss[row % G] / divisor[0]
-        lse2: ph.let = row_lse * LOG2E
         for k in range(0, V, BLOCK_V):
             start: ph.let = last - k
             hot: ph.let = start + ph.arange(BLOCK_V) == label
-            logits[row, start:+BLOCK_V] = gradient(logits[row, start:+BLOCK_V], lse2, hot, scale)
+            logits[row, start:+BLOCK_V] = gradient(logits[row, start:+BLOCK_V], row_lse, hot, scale)
 
 
 # The mean's divisor, in one block: how many labels are not ignore_index. The launch has one
@@ -405,9 +419,9 @@ def relative_error(got, expected) -> float:
     return float(np.abs(got - expected).max() / np.abs(expected).max())
 
 
-# Relative errors (to the largest |value|) allowed against float64: fp32 keeps 24 bits; the
-# base-2 exponent x * log2(e) - lse * log2(e) of a row whose lse is near 20 is off by about
-# 2e-6, and the sums of exp over a row and of the losses add a few units in the last place.
+# Relative errors (to the largest |value|) allowed against float64: fp32 keeps 24 bits, the
+# f32 lse of a row (near 10 to 50 here) puts up to |lse| * 2^-24 into each of its gradients,
+# and the sums of exp over a row and of the losses add a few units in the last place.
 TOLERANCE = 1e-5
 
 
