@@ -30,21 +30,21 @@ over the values that lane has seen (an "online" log-sum-exp, lane by lane).  A
 new value ``x`` either raises the maximum, and then the sum so far is rescaled by
 ``exp(peak - x)`` and ``x`` adds 1, or it does not, and it adds ``exp(x - peak)``;
 both are ``exp(-|x - peak|)``, so each logit costs one ``exp2`` and the loop
-needs no reduction across the block (Triton's tutorials reduce each chunk to one
-maximum and one sum, two block-wide reductions a chunk): it only streams.  After
-the loop the lanes are combined once (the row's maximum ``top``, then
-``log_total``, the log of the row's sum of ``exp(x - top)``), and the block writes
-the row's ``lse = top + log_total`` (kept for the backward) and its loss
+needs no reduction across the block (the Triton version below, written as
+Triton's tutorials write it, reduces each chunk to its maximum and its sum: two
+block-wide reductions a chunk): it only streams.  After the loop the lanes are
+combined once (the row's maximum ``top``, then ``log_total``, the log of the
+row's sum of ``exp(x - top)``), and the block writes the row's
+``lse = top + log_total`` (kept for the backward) and its loss
 ``(top - x[label]) + log_total``, reading the label's logit as one element
-(``logits[row, label]``).  The last chunk's
-columns past ``V`` are absent; ``fill`` gives them -inf, which changes neither
-``peak`` nor ``total``.  ``peak`` starts at ``LOWEST`` (-3e38), not at -inf, so
+(``logits[row, label]``).  The last chunk's columns past ``V`` are absent;
+``fill`` gives them -inf, which changes neither ``peak`` nor ``total``.  ``peak`` starts at ``LOWEST`` (-3e38), not at -inf, so
 that ``x - peak`` is never ``-inf - -inf`` (NaN) for such a lane.
 
 ``cross_entropy_backward`` reads the logits again with the saved ``lse`` and
-writes ``grad = (exp(x - lse) - (column == label)) * grad_loss / divisor``: one read and one write of the ``[T, V]`` matrix.  The
-one-hot term compares each lane's column (``start + arange(BLOCK_V)``) with the
-label.  An ignored row reads nothing and writes zeros.  ``grad_loss`` is the
+writes ``grad = (exp(x - lse) - (column == label)) * grad_loss / divisor``: one
+read and one write of the ``[T, V]`` matrix.  The one-hot term compares each
+lane's column (``start + arange(BLOCK_V)``) with the label.  An ignored row reads nothing and writes zeros.  ``grad_loss`` is the
 upstream gradient, one value (``G = 1``: of the mean or the sum) or one a token
 (``G = T``: no reduction), and ``divisor`` the number of tokens that count
 (``cross_entropy_count`` computes it on the device, so no launch waits for the
@@ -79,9 +79,10 @@ assertion): its target logit reads as 0.
 
 What the saved ``lse`` costs: the backward takes ``exp(x - lse)`` from an f32
 ``lse``, which is off by up to half its unit in the last place, ``|lse| * 2^-24``,
-and so is every gradient of the row, relatively.  For a language model's logits
-(tens) that is below 1e-6; a row of logits near 1e4 would keep three digits of its
-gradient (torch's log-softmax keeps ``x - max`` exact there).  The forward works on
+and that error of the exponent is the relative error of every gradient of the
+row.  For a language model's logits (tens) it is below 1e-6; a row of logits near
+1e4 would keep three digits of its gradient (torch's log-softmax keeps
+``x - max`` exact there).  The forward works on
 differences of logits (``x - peak``, ``top - x[label]``) and loses nothing at any
 size.
 
