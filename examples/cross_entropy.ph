@@ -6,7 +6,7 @@
 // logits, exact where it matters; scaling the logits themselves would round them.
 const LOG2E = 1.4426950408889634
 // The running maximum starts here, not at -inf, so that x - peak is never -inf - -inf.
-const LOWEST = -3e+38
+const LOWEST = -3e38
 // The lanes of the one-block kernels (counting labels, adding up losses).
 const SMALL_BLOCK = 4096
 
