@@ -230,6 +230,50 @@ def rms_norm(c: Checker) -> Iterator[str]:
             yield f"{dw_kernel.name} {values}"
 
 
+def cross_entropy(c: Checker) -> Iterator[str]:
+    t = tutorial("08_cross_entropy")
+    torch = c.torch
+    # V=5000: two chunks and a partial one up to 2048 lanes, one partial chunk past 4096;
+    # labels at the first and the last column, 3 ignored (zero rows, no read).
+    data = t.cpu_inputs(13, 5000, ignored=3, seed=8)
+    ref = t.reference(**data)
+    logits, labels = c.gpu(data["logits"]), c.gpu(data["labels"])
+    n_valid = c.gpu(np.array([ref["n_valid"]], np.float32))
+    lse = c.gpu(ref["lse"].astype(np.float32))
+    one = torch.ones(1, device="cuda")
+    ignore = t.IGNORE_INDEX
+    for values in variants(t.cross_entropy_forward):
+        losses, row_lse = (c.poisoned((13,), torch.float32) for _ in range(2))
+        forward = t.cross_entropy_forward[t.row_blocks]
+        if not c.ran(forward, logits, labels, losses, row_lse, ignore, **values):
+            continue
+        c.expect("cross_entropy_forward losses", values, losses, ref["losses"], FP32)
+        c.expect("cross_entropy_forward lse", values, row_lse, ref["lse"], FP32)
+        yield f"cross_entropy_forward {values}"
+    for values in variants(t.cross_entropy_backward):
+        grad = c.poisoned((13, 5000), torch.float32)
+        backward = t.cross_entropy_backward[t.row_blocks]
+        if not c.ran(backward, logits, labels, lse, one, n_valid, grad, ignore, **values):
+            continue
+        c.expect("cross_entropy_backward grad", values, grad, ref["grad"], FP32)
+        yield f"cross_entropy_backward {values}"
+    for values in variants(t.cross_entropy_fused):
+        in_place = logits.clone()
+        losses, row_lse = (c.poisoned((13,), torch.float32) for _ in range(2))
+        fused = t.cross_entropy_fused[t.row_blocks]
+        if not c.ran(fused, in_place, labels, losses, row_lse, one, n_valid, ignore, **values):
+            continue
+        c.expect("cross_entropy_fused losses", values, losses, ref["losses"], FP32)
+        c.expect("cross_entropy_fused grad", values, in_place, ref["grad"], FP32)
+        yield f"cross_entropy_fused {values}"
+    count, mean = c.poisoned((1,), torch.float32), c.poisoned((1,), torch.float32)
+    c.ran(t.cross_entropy_count[t.ONE_BLOCK], labels, count, ignore)
+    c.expect("cross_entropy_count", {}, count, np.array([ref["n_valid"]], np.float64), FP32)
+    c.ran(t.cross_entropy_mean[t.ONE_BLOCK], c.gpu(ref["losses"].astype(np.float32)), count, mean)
+    c.expect("cross_entropy_mean", {}, mean, np.array([ref["loss"]]), FP32)
+    yield "cross_entropy_count, cross_entropy_mean"
+
+
 def matmul(c: Checker) -> Iterator[str]:
     t = tutorial("03_matmul")
     rng = np.random.default_rng(3)
@@ -320,6 +364,7 @@ CASES = {
     "softmax": softmax,
     "layer_norm": layer_norm,
     "rms_norm": rms_norm,
+    "cross_entropy": cross_entropy,
     "matmul": matmul,
     "attention": attention,
 }

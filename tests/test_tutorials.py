@@ -18,6 +18,7 @@ TUTORIALS = {
     "05_layer_norm.py": "layer_norm.ph",
     "06_fused_attention.py": "attention.ph",
     "07_rms_norm.py": "rms_norm.ph",
+    "08_cross_entropy.py": "cross_entropy.ph",
 }
 
 

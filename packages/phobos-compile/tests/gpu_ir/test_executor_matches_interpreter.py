@@ -268,6 +268,60 @@ def _typed(case, suffix: str, dtype: Callable[[], np.dtype]):
     return typed
 
 
+IGNORE = np.int64(-100)
+
+
+def cross_entropy_rows(v, rng) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Logits of 3 rows, a full chunk and a partial one up to 2048 lanes (one partial chunk
+    past that), labels at the first column, ignored and at the last column, and each row's
+    lse in f32 as the forward makes it."""
+    block = v["BLOCK_V"]
+    t, n = 3, (block if block <= 2048 else 0) + row_length(block)
+    logits = normal(rng, (t, n), np.float32, scale=2.0)
+    labels = np.array([0, IGNORE, n - 1], np.int64)
+    x = logits.astype(np.float64)
+    peak = x.max(axis=1)
+    lse = (peak + np.log(np.exp(x - peak[:, None]).sum(axis=1))).astype(np.float32)
+    return logits, labels, lse
+
+
+def cross_entropy_forward(v, rng) -> Case:
+    logits, labels, _ = cross_entropy_rows(v, rng)
+    t = logits.shape[0]
+    return [logits, labels, poisoned(t, np.float32), poisoned(t, np.float32), IGNORE], (t,)
+
+
+def cross_entropy_backward(v, rng) -> Case:
+    logits, labels, lse = cross_entropy_rows(v, rng)
+    t = logits.shape[0]
+    grad_loss = (1 + rng.random(t)).astype(np.float32)  # one a token: G = T
+    divisor = np.array([2.0], np.float32)
+    grad = poisoned(logits.shape, np.float32)
+    return [logits, labels, lse, grad_loss, divisor, grad, IGNORE], (t,)
+
+
+def cross_entropy_fused(v, rng) -> Case:
+    logits, labels, _ = cross_entropy_rows(v, rng)
+    t = logits.shape[0]
+    outs = [poisoned(t, np.float32), poisoned(t, np.float32)]
+    scalars = [np.array([0.7], np.float32), np.array([2.0], np.float32)]
+    return [logits, labels, *outs, *scalars, IGNORE], (t,)
+
+
+SMALL_TOKENS = 4096 + 300  # two chunks of the one-block kernels' 4096 lanes, the last partial
+
+
+def cross_entropy_count(v, rng) -> Case:
+    labels = rng.integers(0, 50, SMALL_TOKENS).astype(np.int64)
+    labels[rng.random(SMALL_TOKENS) < 0.2] = IGNORE
+    return [labels, poisoned(1, np.float32), IGNORE], (1,)
+
+
+def cross_entropy_mean(v, rng) -> Case:
+    loss = normal(rng, SMALL_TOKENS, np.float32)
+    return [loss, np.array([3.0], np.float32), poisoned(1, np.float32)], (1,)
+
+
 def matmul(v, rng) -> Case:
     m, n, k = 70, 50, 90
     a, b = normal(rng, (m, k), np.float16), normal(rng, (k, n), np.float16)
@@ -303,7 +357,7 @@ def attention_backward_dq(v, rng) -> Case:
 # Each kernel's inputs and grid, the grid as its tutorial's host wrapper launches it:
 # 01 cdiv(N, BLOCK); 02 cdiv(M, ROWS); 03 cdiv(M, BM) * cdiv(N, BN); 05 (M,), (groups,),
 # cdiv(N, BLOCK_N); 06 (cdiv(S, BLOCK_M or BLOCK_N), BH); 07 cdiv(M, ROWS), (GROUPS,),
-# (GROUPS, cdiv(N, BLOCK_N)), cdiv(N, BLOCK_N).
+# (GROUPS, cdiv(N, BLOCK_N)), cdiv(N, BLOCK_N); 08 (T,) and (1,).
 GRIDS: dict[str, Callable[[dict[str, int], np.random.Generator], Case]] = {
     f.__name__: f
     for f in (
@@ -326,6 +380,11 @@ GRIDS: dict[str, Callable[[dict[str, int], np.random.Generator], Case]] = {
             )
             for suffix, dtype in (("f16", lambda: np.dtype(np.float16)), ("bf16", _bf16))
         ),
+        cross_entropy_forward,
+        cross_entropy_backward,
+        cross_entropy_fused,
+        cross_entropy_count,
+        cross_entropy_mean,
         matmul,
         attention_forward,
         attention_backward_preprocess,
