@@ -253,7 +253,7 @@ def test_dropout_h_is_the_interpreters_to_the_bit(kind):
     host = {k: to_numpy(v) for k, v in data.items()}
     cpu = ln.run_on_cpu(host, 0.3, 99)
     assert np.array_equal(to_numpy(gpu["h"]).view(np.uint16), cpu["h"].view(np.uint16))
-    error = ln.relative_error(gpu["y"], np.asarray(cpu["y"], np.float64))
+    error = ln.relative_error(to_numpy(gpu["y"]), np.asarray(cpu["y"], np.float64))
     assert error < 2 * ln.TOLERANCE[kind]  # each within TOLERANCE of float64
 
 
