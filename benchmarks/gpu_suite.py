@@ -23,6 +23,7 @@ BENCHMARKS = [
     "bench_02_softmax",
     "bench_05_layer_norm",
     "bench_07_rms_norm",
+    "bench_corpus",
     "bench_03_matmul",
     "bench_06_attention",
     "bench_autotune",
