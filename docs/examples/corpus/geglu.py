@@ -12,8 +12,9 @@ from ``dc``, is ``d_gate = dc * up * gelu'(gate)`` and ``d_up = dc * gelu(gate)`
     erf form:   gelu'(g) = (1 + erf(g / sqrt(2))) / 2 + g * exp(-g^2 / 2) / sqrt(2 pi)
     tanh form:  gelu'(g) = (1 + t) / 2 + g / 2 * (1 - t^2) * sqrt(2 / pi) * (1 + 3 * 0.044715 g^2)
 
-with ``t = tanh(u)``.  The form is the kernels' scalar argument ``approximate`` (1: tanh,
-0: erf), a block-uniform branch, so one kernel serves both.  As in ``swiglu.py``, operands
+with ``t = tanh(u)``.  The wrappers take the tanh form unless told ``approximate="none"``
+(GeGLU is usually defined with it).  The form is the kernels' scalar argument
+``approximate`` (1: tanh, 0: erf), a block-uniform branch, so one kernel serves both.  As in ``swiglu.py``, operands
 are f16 or bf16, arithmetic f32, each result rounded once, and the arrays are one run of
 ``N`` elements, ``BLOCK`` a block, the lanes past ``N`` absent.
 
