@@ -35,6 +35,20 @@ def load_tutorial(stem: str) -> Any:
     return _TUTORIALS[stem]
 
 
+_CORPUS: dict[str, Any] = {}
+
+
+def load_corpus(stem: str) -> Any:
+    """The corpus script ``docs/examples/corpus/<stem>.py`` as a module (loaded once)."""
+    if stem not in _CORPUS:
+        path = ROOT / "docs" / "examples" / "corpus" / f"{stem}.py"
+        spec = importlib.util.spec_from_file_location(f"corpus_{stem}", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        _CORPUS[stem] = module
+    return _CORPUS[stem]
+
+
 @contextlib.contextmanager
 def empty_kernel_caches():
     """Phobos's and Triton's kernel caches in new empty folders for the block (a cold start)."""

@@ -24,6 +24,7 @@ BENCHMARKS = [
     "bench_05_layer_norm",
     "bench_07_rms_norm",
     "bench_08_cross_entropy",
+    "bench_corpus",
     "bench_03_matmul",
     "bench_06_attention",
     "bench_autotune",
