@@ -84,6 +84,16 @@ FIGURES = [
         "backward_tflops", "TFLOP/s", (64, 128), "D", digits=1, where=(("causal", False),),
         logx=False, split="causal",
     ),
+    Figure(
+        "07_rms_norm_forward", "2026-12-03-run37", "bench_07_rms_norm",
+        "07 RMS norm forward, bf16, M=4096", "n", "N (columns)", "forward_gbps", "GB/s",
+        (256, 1024, 3000, 4096, 8192, 16384, 32768), "N", where=(("kind", "bf16"), ("m", 4096)),
+    ),
+    Figure(
+        "07_rms_norm_backward", "2026-12-03-run37", "bench_07_rms_norm",
+        "07 RMS norm backward, bf16, M=4096", "n", "N (columns)", "backward_gbps", "GB/s",
+        (256, 1024, 3000, 4096, 8192, 16384, 32768), "N", where=(("kind", "bf16"), ("m", 4096)),
+    ),
 ]  # fmt: skip
 
 

@@ -48,6 +48,10 @@ TUTORIAL_FIGURES = {
         ["06_attention_forward.png", "06_attention_backward.png"],
         "06-fused-attention-fp16-b4-h32-s4096-tflops",
     ),
+    "07_rms_norm": (
+        ["07_rms_norm_forward.png", "07_rms_norm_backward.png"],
+        "07-rms-norm-bf16-m4096-gbs",
+    ),
 }
 
 KERNEL_OBJECT = """
