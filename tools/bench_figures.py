@@ -85,14 +85,29 @@ FIGURES = [
         logx=False, split="causal",
     ),
     Figure(
-        "07_rms_norm_forward", "2026-12-03-run37", "bench_07_rms_norm",
+        "07_rms_norm_forward", "2026-12-03-run38", "bench_07_rms_norm",
         "07 RMS norm forward, bf16, M=4096", "n", "N (columns)", "forward_gbps", "GB/s",
         (256, 1024, 3000, 4096, 8192, 16384, 32768), "N", where=(("kind", "bf16"), ("m", 4096)),
     ),
     Figure(
-        "07_rms_norm_backward", "2026-12-03-run37", "bench_07_rms_norm",
+        "07_rms_norm_backward", "2026-12-03-run38", "bench_07_rms_norm",
         "07 RMS norm backward, bf16, M=4096", "n", "N (columns)", "backward_gbps", "GB/s",
         (256, 1024, 3000, 4096, 8192, 16384, 32768), "N", where=(("kind", "bf16"), ("m", 4096)),
+    ),
+    Figure(
+        "08_cross_entropy_forward", "2026-12-03-run38", "bench_08_cross_entropy",
+        "08 cross-entropy forward, fp32, T=8192", "v", "V (vocabulary)", "forward_gbps", "GB/s",
+        (32000, 50257, 65536, 131072), "V",
+    ),
+    Figure(
+        "08_cross_entropy_backward", "2026-12-03-run38", "bench_08_cross_entropy",
+        "08 cross-entropy backward, fp32, T=8192", "v", "V (vocabulary)", "backward_gbps", "GB/s",
+        (32000, 50257, 65536, 131072), "V",
+    ),
+    Figure(
+        "08_cross_entropy_fused", "2026-12-03-run38", "bench_08_cross_entropy",
+        "08 cross-entropy fused, fp32, T=8192", "v", "V (vocabulary)", "fused_gbps", "GB/s",
+        (32000, 50257, 65536, 131072), "V",
     ),
 ]  # fmt: skip
 

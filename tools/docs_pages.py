@@ -48,6 +48,14 @@ TUTORIAL_FIGURES = {
         ["06_attention_forward.png", "06_attention_backward.png"],
         "06-fused-attention-fp16-b4-h32-s4096-tflops",
     ),
+    "08_cross_entropy": (
+        [
+            "08_cross_entropy_forward.png",
+            "08_cross_entropy_backward.png",
+            "08_cross_entropy_fused.png",
+        ],
+        "08-cross-entropy-fp32-t8192-gbs",
+    ),
     "07_rms_norm": (
         ["07_rms_norm_forward.png", "07_rms_norm_backward.png"],
         "07-rms-norm-bf16-m4096-gbs",

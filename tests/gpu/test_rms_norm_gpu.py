@@ -65,8 +65,9 @@ def test_forward_and_backward_tuned_match_torch_in_float64(kind, m, n):
         report = kernel.tuning_report()
         assert report is not None and report.choice, f"{kernel.name} was not tuned"
         assert all(v.status != WRONG for v in report.variants), str(report)
-    if n <= tutorial.MAX_TILE:
-        assert launches[0][3]["BLOCK_N"] == tutorial.covering_tile(n)
+    if n <= tutorial.MAX_TILE:  # the tuner chose among the tiles that hold the row
+        assert "BLOCK_N" not in launches[0][3]
+        assert launches[0][0].tuning_report().choice["BLOCK_N"] >= n
     else:
         assert [k.name for k, *_ in launches[:2]] == [
             f"rms_norm_backward_c_{kind}",
